@@ -1,0 +1,526 @@
+package analyze
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Pos is a place in a source file; Line and Column count from 1, 0 means unknown.
+type Pos struct {
+	File   string `json:"file"`
+	Line   int    `json:"line"`
+	Column int    `json:"column"`
+}
+
+func (p Pos) String() string {
+	switch {
+	case p.Line == 0:
+		return p.File
+	case p.Column == 0:
+		return fmt.Sprintf("%s:%d", p.File, p.Line)
+	}
+	return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Column)
+}
+
+// MaxFileSize bounds what the doctor reads as a compose file; real stacks are kilobytes.
+const MaxFileSize = 8 << 20
+
+// StdinName is how a compose file read from standard input is named in reports.
+const StdinName = "<stdin>"
+
+// Index keeps the YAML node tree of every file a project was loaded from, so that a value of
+// the loaded project can be traced back to the file, line and column where it was written.
+// compose-go merges plain maps and drops positions; the index replays its precedence
+// instead: later -f files over earlier ones, a service over what it extends, a file over
+// what it includes, direct keys over merge keys.
+type Index struct {
+	top   []string                // the project's compose files, in load order
+	dir   string                  // the project's working folder
+	docs  map[string][]*yaml.Node // the documents of each file
+	names map[string]string       // display names (stdin)
+	cwd   string                  // file names are shown relative to it when below it
+}
+
+// layer is one definition of a service in one file.
+type layer struct {
+	file string
+	key  *yaml.Node // the service name
+	node *yaml.Node // the service mapping
+}
+
+func newIndex(dir string) *Index {
+	cwd, _ := os.Getwd()
+	return &Index{dir: dir, docs: map[string][]*yaml.Node{}, names: map[string]string{}, cwd: cwd}
+}
+
+// readSource reads a compose file the doctor is willing to parse: bounded, and text.
+func readSource(path string) ([]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if st.IsDir() {
+		return nil, fmt.Errorf("%s is a folder, not a compose file", path)
+	}
+	if st.Size() > MaxFileSize {
+		return nil, fmt.Errorf("file is %d MiB, more than the %d MiB a compose file may have", st.Size()>>20, MaxFileSize>>20)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return b, checkText(b)
+}
+
+func checkText(b []byte) error {
+	if len(b) > MaxFileSize {
+		return fmt.Errorf("input is more than the %d MiB a compose file may have", MaxFileSize>>20)
+	}
+	if bytes.IndexByte(b, 0) >= 0 || !utf8.Valid(b) {
+		return fmt.Errorf("binary content, not a YAML file")
+	}
+	return nil
+}
+
+// add parses a file into the index. The error, if any, is located.
+func (ix *Index) add(path string, content []byte) error {
+	if _, ok := ix.docs[path]; ok {
+		return nil
+	}
+	var docs []*yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(content))
+	for {
+		var doc yaml.Node
+		err := dec.Decode(&doc)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			ix.docs[path] = docs
+			return yamlError(ix.display(path), err)
+		}
+		if len(doc.Content) > 0 {
+			docs = append(docs, doc.Content[0])
+		}
+	}
+	ix.docs[path] = docs
+	return nil
+}
+
+func (ix *Index) display(path string) string {
+	if n, ok := ix.names[path]; ok {
+		return n
+	}
+	if rel, err := filepath.Rel(ix.cwd, path); err == nil && ix.cwd != "" && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return path
+}
+
+// addTree indexes a top-level file and everything it includes or extends from, following
+// compose-go's rules for relative paths.
+func (ix *Index) addTree(path string, content []byte, workDir string, depth int) error {
+	if depth > 32 {
+		return nil // include cycles are compose-go's to report
+	}
+	if content == nil {
+		if _, ok := ix.docs[path]; ok {
+			return nil
+		}
+		b, err := readSource(path)
+		if err != nil {
+			return err
+		}
+		content = b
+	}
+	if err := ix.add(path, content); err != nil {
+		return err
+	}
+	for _, doc := range ix.docs[path] {
+		for _, inc := range includes(doc, workDir) {
+			for _, f := range inc.files {
+				if _, err := os.Stat(f); err == nil {
+					if err := ix.addTree(f, nil, inc.dir, depth+1); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		for _, f := range extendsFiles(doc, filepath.Dir(path)) {
+			if _, err := os.Stat(f); err == nil {
+				if err := ix.addTree(f, nil, filepath.Dir(f), depth+1); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+type include struct {
+	files []string // main file first, then its overrides
+	dir   string   // the included project's folder
+}
+
+// includes lists a document's include entries, resolved as compose-go resolves them:
+// paths are relative to the including project's folder.
+func includes(doc *yaml.Node, workDir string) []include {
+	var out []include
+	seq := get(doc, "include")
+	if seq == nil || seq.Kind != yaml.SequenceNode {
+		return nil
+	}
+	abs := func(p string) string {
+		if filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(workDir, p)
+	}
+	for _, e := range seq.Content {
+		e = deref(e)
+		var inc include
+		switch e.Kind {
+		case yaml.ScalarNode:
+			inc.files = []string{abs(e.Value)}
+		case yaml.MappingNode:
+			p := get(e, "path")
+			if p == nil {
+				continue
+			}
+			if p.Kind == yaml.SequenceNode {
+				for _, s := range p.Content {
+					inc.files = append(inc.files, abs(deref(s).Value))
+				}
+			} else {
+				inc.files = []string{abs(p.Value)}
+			}
+			if d := get(e, "project_directory"); d != nil && d.Value != "" {
+				inc.dir = abs(d.Value)
+			}
+		}
+		if len(inc.files) == 0 {
+			continue
+		}
+		if inc.dir == "" {
+			inc.dir = filepath.Dir(inc.files[0])
+		}
+		out = append(out, inc)
+	}
+	return out
+}
+
+// extendsFiles lists the files a document's services extend from.
+func extendsFiles(doc *yaml.Node, dir string) []string {
+	var out []string
+	services := get(doc, "services")
+	if services == nil || services.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 1; i < len(services.Content); i += 2 {
+		if f := extendsFile(deref(services.Content[i]), dir); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func extendsFile(svc *yaml.Node, dir string) string {
+	ext := get(svc, "extends")
+	if ext == nil || ext.Kind != yaml.MappingNode {
+		return ""
+	}
+	f := get(ext, "file")
+	if f == nil || f.Value == "" {
+		return ""
+	}
+	if filepath.IsAbs(f.Value) {
+		return f.Value
+	}
+	return filepath.Join(dir, f.Value)
+}
+
+// layers returns the definitions of a service, the one whose values win first.
+func (ix *Index) layers(service string) []layer {
+	var out []layer
+	for i := len(ix.top) - 1; i >= 0; i-- {
+		out = append(out, ix.fileLayers(ix.top[i], ix.dir, service, 0)...)
+	}
+	return out
+}
+
+func (ix *Index) fileLayers(file, workDir, service string, depth int) []layer {
+	if depth > 32 {
+		return nil
+	}
+	var out []layer
+	docs := ix.docs[file]
+	for d := len(docs) - 1; d >= 0; d-- {
+		doc := docs[d]
+		if key, svc := getKey(get(doc, "services"), service); svc != nil {
+			out = append(out, layer{file: file, key: key, node: svc})
+			out = append(out, ix.extendsLayers(file, svc, service, depth)...)
+		}
+		for _, inc := range includes(doc, workDir) {
+			for i := len(inc.files) - 1; i >= 0; i-- {
+				out = append(out, ix.fileLayers(inc.files[i], inc.dir, service, depth+1)...)
+			}
+		}
+	}
+	return out
+}
+
+func (ix *Index) extendsLayers(file string, svc *yaml.Node, name string, depth int) []layer {
+	ext := get(svc, "extends")
+	if ext == nil {
+		return nil
+	}
+	base, baseFile := ext.Value, file
+	if ext.Kind == yaml.MappingNode {
+		base = scalar(get(ext, "service"))
+		if f := extendsFile(svc, filepath.Dir(file)); f != "" {
+			baseFile = f
+		}
+	}
+	if base == "" || (base == name && baseFile == file) {
+		return nil
+	}
+	var out []layer
+	docs := ix.docs[baseFile]
+	for d := len(docs) - 1; d >= 0; d-- {
+		if key, b := getKey(get(docs[d], "services"), base); b != nil {
+			out = append(out, layer{file: baseFile, key: key, node: b})
+			if depth < 32 {
+				out = append(out, ix.extendsLayers(baseFile, b, base, depth+1)...)
+			}
+			break
+		}
+	}
+	return out
+}
+
+// ServicePos is the position of the service's name in the first file that defines it.
+func (ix *Index) ServicePos(service string) Pos {
+	ls := ix.layers(service)
+	if len(ls) == 0 {
+		return ix.filePos()
+	}
+	// The last layer from a top-level file is the service's original definition.
+	l := ls[len(ls)-1]
+	for i := len(ls) - 1; i >= 0; i-- {
+		if ls[i].key != nil {
+			l = ls[i]
+			break
+		}
+	}
+	return ix.pos(l.file, l.key)
+}
+
+func (ix *Index) filePos() Pos {
+	if len(ix.top) == 0 {
+		return Pos{}
+	}
+	return Pos{File: ix.display(ix.top[0])}
+}
+
+// Lookup finds the key that gives a service its value at path, in the winning file.
+// It returns the key node, the value node and the key's position.
+func (ix *Index) Lookup(service string, path ...string) (*yaml.Node, Pos, bool) {
+	for _, l := range ix.layers(service) {
+		key, val, reset := lookupPath(l.node, path)
+		if reset {
+			return nil, Pos{}, false
+		}
+		if key != nil {
+			return val, ix.pos(l.file, key), true
+		}
+	}
+	return nil, Pos{}, false
+}
+
+// LookupItem finds the item of a service's list at key for which match is true, in the first
+// file that declares such an item. Lists of mounts merge across files, so any layer may hold it.
+func (ix *Index) LookupItem(service, key string, match func(*yaml.Node) bool) (*yaml.Node, Pos, bool) {
+	for _, l := range ix.layers(service) {
+		_, seq, reset := lookupPath(l.node, []string{key})
+		if reset {
+			return nil, Pos{}, false
+		}
+		if seq == nil {
+			continue
+		}
+		if seq.Kind == yaml.ScalarNode && match(seq) {
+			return seq, ix.pos(l.file, seq), true
+		}
+		if seq.Kind != yaml.SequenceNode {
+			continue
+		}
+		for _, it := range seq.Content {
+			it = deref(it)
+			if match(it) {
+				return it, ix.pos(l.file, it), true
+			}
+		}
+	}
+	return nil, Pos{}, false
+}
+
+func (ix *Index) pos(file string, n *yaml.Node) Pos {
+	return Pos{File: ix.display(file), Line: n.Line, Column: n.Column}
+}
+
+// PathPos locates a dotted model path such as services.web.shm_size, for compose-go errors.
+func (ix *Index) PathPos(path []string) (Pos, bool) {
+	if len(path) >= 2 && path[0] == "services" {
+		if len(path) == 2 {
+			return ix.ServicePos(path[1]), len(ix.layers(path[1])) > 0
+		}
+		for n := len(path); n > 2; n-- {
+			if _, p, ok := ix.Lookup(path[1], path[2:n]...); ok {
+				return p, true
+			}
+		}
+		if ls := ix.layers(path[1]); len(ls) > 0 {
+			return ix.ServicePos(path[1]), true
+		}
+		return Pos{}, false
+	}
+	for i := len(ix.top) - 1; i >= 0; i-- {
+		for _, doc := range ix.docs[ix.top[i]] {
+			if key, _, _ := lookupPath(doc, path); key != nil {
+				return ix.pos(ix.top[i], key), true
+			}
+		}
+	}
+	return Pos{}, false
+}
+
+// lookupPath walks mappings along path. reset reports a !reset tag on the way, which removes
+// the value and everything below it.
+func lookupPath(n *yaml.Node, path []string) (key, val *yaml.Node, reset bool) {
+	val = n
+	for _, p := range path {
+		var k *yaml.Node
+		k, val = getKey(val, p)
+		if k == nil {
+			return nil, nil, false
+		}
+		if val.Tag == "!reset" {
+			return nil, nil, true
+		}
+		key = k
+	}
+	return key, val, false
+}
+
+// getKey returns a mapping's key and value nodes for name, looking through merge keys
+// (<<: *anchor) after the mapping's own keys, as YAML does.
+func getKey(m *yaml.Node, name string) (*yaml.Node, *yaml.Node) {
+	m = deref(m)
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil, nil
+	}
+	var merges []*yaml.Node
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k := m.Content[i]
+		if k.Value == name && k.Tag != "!!merge" {
+			return k, deref(m.Content[i+1])
+		}
+		if k.Tag == "!!merge" || (k.Value == "<<" && k.Style == 0) {
+			merges = append(merges, deref(m.Content[i+1]))
+		}
+	}
+	for _, src := range merges {
+		if src.Kind == yaml.SequenceNode {
+			for _, s := range src.Content {
+				if k, v := getKey(s, name); k != nil {
+					return k, v
+				}
+			}
+			continue
+		}
+		if k, v := getKey(src, name); k != nil {
+			return k, v
+		}
+	}
+	return nil, nil
+}
+
+func get(m *yaml.Node, name string) *yaml.Node {
+	_, v := getKey(m, name)
+	return v
+}
+
+func deref(n *yaml.Node) *yaml.Node {
+	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 16; i++ {
+		n = n.Alias
+	}
+	return n
+}
+
+func scalar(n *yaml.Node) string {
+	if n == nil || n.Kind != yaml.ScalarNode {
+		return ""
+	}
+	return n.Value
+}
+
+// scalars calls fn for every scalar under n with the name of the key it is the value of, or
+// the key of the list holding it. Aliases are not followed: an anchor is visited where it is
+// defined, so an alias bomb costs nothing here.
+func scalars(n *yaml.Node, key string, fn func(key string, v *yaml.Node)) {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		fn(key, n)
+	case yaml.SequenceNode, yaml.DocumentNode:
+		for _, c := range n.Content {
+			scalars(c, key, fn)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			scalars(n.Content[i+1], n.Content[i].Value, fn)
+		}
+	}
+}
+
+// yamlError turns a YAML parser error into a located one.
+func yamlError(file string, err error) error {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	var line int
+	if _, e := fmt.Sscanf(msg, "line %d:", &line); e == nil {
+		msg = strings.TrimSpace(msg[strings.Index(msg, ":")+1:])
+	}
+	return &LoadError{Pos: Pos{File: file, Line: line}, Msg: "invalid YAML: " + msg}
+}
+
+// fileKeys are the keys whose values name other files.
+var fileKeys = map[string]bool{"file": true, "path": true, "include": true, "env_file": true, "extends": true, "project_directory": true}
+
+// mentionMissing finds the key naming a file or service that an error message is about,
+// such as the file of an extends that does not exist.
+func (ix *Index) mentionMissing(msg string) (Pos, bool) {
+	var best Pos
+	bestLen := 0
+	for file, docs := range ix.docs {
+		for _, d := range docs {
+			scalars(d, "", func(key string, v *yaml.Node) {
+				if !fileKeys[key] || len(v.Value) < 2 {
+					return
+				}
+				name := filepath.Base(v.Value)
+				if strings.Contains(msg, name) && len(name) > bestLen {
+					best, bestLen = ix.pos(file, v), len(name)
+				}
+			})
+		}
+	}
+	return best, bestLen > 0
+}

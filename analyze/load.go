@@ -1,0 +1,438 @@
+package analyze
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/compose-spec/compose-go/v2/cli"
+	"github.com/compose-spec/compose-go/v2/loader"
+	"github.com/compose-spec/compose-go/v2/types"
+	"github.com/sirupsen/logrus"
+)
+
+// Options selects the compose projects to load, with docker compose's own flags.
+type Options struct {
+	// Paths are compose files or folders, each its own project; "-" reads standard input.
+	// With no Paths and no Files the project is found as docker compose finds it.
+	Paths       []string
+	Files       []string // -f, merged into one project
+	ProjectDir  string   // --project-directory
+	EnvFiles    []string // --env-file
+	ProjectName string   // -p
+	Profiles    []string // --profile; none means every service, whatever its profiles
+	Recursive   bool     // every compose project under the folders in Paths
+	StrictEnv   bool     // unset variables and missing env files are errors, as in docker compose
+	Stdin       io.Reader
+	Need        *int64 // --need, for every service
+}
+
+// Project is one loaded compose project: the compose-go model, the source index, and what
+// the doctor derived from them. A project that failed to load has Errors and no Compose.
+type Project struct {
+	Name    string
+	Dir     string
+	Files   []string // as displayed
+	Compose *types.Project
+	Index   *Index
+	Plans   []*ShmPlan
+	Notes   []string
+	Errors  []*LoadError
+	env     *envTracker
+}
+
+// LoadError is a located error in a project's input.
+type LoadError struct {
+	Pos
+	Msg string
+}
+
+func (e *LoadError) Error() string { return e.Pos.String() + ": " + e.Msg }
+
+// DefaultFileNames are the compose file names docker compose looks for, in its order.
+var DefaultFileNames = cli.DefaultFileNames
+
+// Load loads every project that opts selects. Each project carries its own errors, so one
+// broken project does not stop the others.
+func Load(ctx context.Context, opts Options) []*Project {
+	var out []*Project
+	for _, t := range targets(opts) {
+		if t.err != nil {
+			out = append(out, &Project{Name: t.name(), Errors: []*LoadError{t.err}})
+			continue
+		}
+		p := loadOne(ctx, t, opts)
+		if p.Compose != nil {
+			Resolve(p, opts.Need)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// target is one project to load.
+type target struct {
+	files   []string
+	dir     string
+	stdin   []byte
+	explict bool // a PATH argument: COMPOSE_FILE from the environment does not apply
+	err     *LoadError
+}
+
+func (t target) name() string {
+	if len(t.files) > 0 {
+		return t.files[0]
+	}
+	return t.dir
+}
+
+func targets(opts Options) []target {
+	if len(opts.Paths) == 0 {
+		return []target{{files: opts.Files, dir: opts.ProjectDir}}
+	}
+	var out []target
+	if len(opts.Files) > 0 {
+		out = append(out, target{files: opts.Files, dir: opts.ProjectDir})
+	}
+	for _, p := range opts.Paths {
+		if p == "-" {
+			b, err := readStdin(opts.Stdin)
+			t := target{files: []string{"-"}, dir: opts.ProjectDir, stdin: b, explict: true}
+			if err != nil {
+				t.err = &LoadError{Pos: Pos{File: StdinName}, Msg: err.Error()}
+			}
+			out = append(out, t)
+			continue
+		}
+		st, err := os.Stat(p)
+		switch {
+		case err != nil:
+			out = append(out, target{files: []string{p}, err: &LoadError{Pos: Pos{File: p}, Msg: cleanPathErr(err)}})
+		case !st.IsDir():
+			out = append(out, target{files: []string{p}, dir: opts.ProjectDir, explict: true})
+		case opts.Recursive:
+			dirs, err := findProjects(p)
+			if err != nil {
+				out = append(out, target{dir: p, err: &LoadError{Pos: Pos{File: p}, Msg: err.Error()}})
+			}
+			if len(dirs) == 0 && err == nil {
+				out = append(out, target{dir: p, err: &LoadError{Pos: Pos{File: p}, Msg: "no compose project found under this folder"}})
+			}
+			for _, d := range dirs {
+				out = append(out, target{dir: d, explict: true})
+			}
+		default:
+			out = append(out, target{dir: p, explict: true})
+		}
+	}
+	return out
+}
+
+func readStdin(r io.Reader) ([]byte, error) {
+	if r == nil {
+		r = os.Stdin
+	}
+	b, err := io.ReadAll(io.LimitReader(r, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading standard input: %w", err)
+	}
+	return b, checkText(b)
+}
+
+// skipDirs are never searched for compose projects: they hold other people's trees.
+var skipDirs = map[string]bool{".git": true, "node_modules": true, "vendor": true, "third_party": true, ".venv": true, "venv": true, "__pycache__": true}
+
+// findProjects returns every folder under root holding a compose file, sorted.
+func findProjects(root string) ([]string, error) {
+	var dirs []string
+	names := map[string]bool{}
+	for _, n := range DefaultFileNames {
+		names[n] = true
+	}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // unreadable corners of a tree are not the doctor's business
+		}
+		if d.IsDir() && path != root && (skipDirs[d.Name()] || strings.HasPrefix(d.Name(), ".")) {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && names[d.Name()] {
+			dir := filepath.Dir(path)
+			if len(dirs) == 0 || dirs[len(dirs)-1] != dir {
+				dirs = append(dirs, dir)
+			}
+		}
+		return nil
+	})
+	sort.Strings(dirs)
+	return dirs, err
+}
+
+// logMu serialises loads: compose-go logs through the global logrus logger, which the doctor
+// captures per project.
+var logMu sync.Mutex
+
+type logCapture struct{ lines []string }
+
+func (c *logCapture) Levels() []logrus.Level { return logrus.AllLevels }
+func (c *logCapture) Fire(e *logrus.Entry) error {
+	c.lines = append(c.lines, e.Message)
+	return nil
+}
+
+func loadOne(ctx context.Context, t target, opts Options) *Project {
+	logMu.Lock()
+	defer logMu.Unlock()
+	capture := &logCapture{}
+	logger := logrus.StandardLogger()
+	oldOut, oldHooks, oldLevel := logger.Out, logger.ReplaceHooks(logrus.LevelHooks{}), logger.Level
+	logger.SetOutput(io.Discard)
+	logger.SetLevel(logrus.WarnLevel)
+	logger.AddHook(capture)
+	defer func() {
+		logger.SetOutput(oldOut)
+		logger.ReplaceHooks(oldHooks)
+		logger.SetLevel(oldLevel)
+	}()
+
+	p := &Project{Name: t.name(), Dir: t.dir, env: newEnvTracker(opts.StrictEnv)}
+	p.load(ctx, t, opts)
+	for _, l := range capture.lines {
+		p.Notes = append(p.Notes, noteFromLog(l))
+	}
+	if vars := p.env.unset(); len(vars) > 0 && !opts.StrictEnv {
+		p.Notes = append(p.Notes, fmt.Sprintf("variables not set: %s; values that depend on them are marked and analysed as unset", strings.Join(vars, ", ")))
+	}
+	return p
+}
+
+var unsetLog = regexp.MustCompile(`^The "(\w+)" variable is not set`)
+
+// noteFromLog keeps compose-go's warnings as notes, lowercased to read as the doctor's own.
+func noteFromLog(l string) string {
+	if m := unsetLog.FindStringSubmatch(l); m != nil {
+		return fmt.Sprintf("variable %s is not set, a blank string is used", m[1])
+	}
+	if l != "" {
+		l = strings.ToLower(l[:1]) + l[1:]
+	}
+	return strings.TrimSuffix(l, ".")
+}
+
+func (p *Project) fail(pos Pos, format string, args ...any) {
+	p.Errors = append(p.Errors, &LoadError{Pos: pos, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (p *Project) load(ctx context.Context, t target, opts Options) {
+	env := os.Environ()
+	if t.explict {
+		env = slicesDelete(env, "COMPOSE_FILE=")
+	}
+	pwd, _ := os.Getwd()
+	profiles := cli.WithProfiles([]string{"*"})
+	if len(opts.Profiles) > 0 {
+		profiles = cli.WithProfiles(opts.Profiles)
+	}
+	var files []string
+	for _, f := range t.files {
+		if f == "-" {
+			files = append(files, f)
+			continue
+		}
+		files = append(files, f)
+	}
+	po, err := cli.NewProjectOptions(files,
+		cli.WithWorkingDirectory(t.dir),
+		cli.WithEnv(env),
+		cli.WithEnv([]string{"PWD=" + pwd}),
+		cli.WithEnvFiles(opts.EnvFiles...),
+		cli.WithDotEnv,
+		cli.WithConfigFileEnv,
+		cli.WithDefaultConfigPath,
+		cli.WithEnvFiles(opts.EnvFiles...),
+		cli.WithDotEnv,
+		profiles,
+		cli.WithName(opts.ProjectName),
+		cli.WithResolvedPaths(true),
+		cli.WithoutEnvironmentResolution,
+		cli.WithLoadOptions(func(o *loader.Options) {
+			if o.Interpolate != nil { // nil while compose-go only lists the files
+				o.Interpolate.Substitute = p.env.substitute
+			}
+		}),
+	)
+	where := Pos{File: orDot(t.dir)}
+	if len(t.files) > 0 {
+		where = Pos{File: t.files[0]}
+	}
+	if err != nil {
+		p.fail(where, "%s", cleanErr(err))
+		return
+	}
+	if len(po.ConfigPaths) == 0 {
+		p.fail(where, "no compose file found in this folder or its parents (looked for %s)", strings.Join(DefaultFileNames, ", "))
+		return
+	}
+	dir, err := po.GetWorkingDir()
+	if err != nil {
+		p.fail(where, "%s", cleanErr(err))
+		return
+	}
+	p.Dir = dir
+	p.Index = newIndex(dir)
+	for _, f := range po.ConfigPaths {
+		var content []byte
+		abs := f
+		if f == "-" {
+			content = t.stdin
+			p.Index.names[f] = StdinName
+		} else if a, err := filepath.Abs(f); err == nil {
+			abs = a
+		}
+		p.Index.top = append(p.Index.top, abs)
+		p.Files = append(p.Files, p.Index.display(abs))
+		if err := p.Index.addTree(abs, content, dir, 0); err != nil {
+			p.Errors = append(p.Errors, asLoadError(err, p.Index.display(abs)))
+			return
+		}
+	}
+	p.env.learn(p.Index)
+	if t.stdin != nil {
+		restore := swapStdin(t.stdin)
+		defer restore()
+	}
+	proj, err := po.LoadProject(ctx)
+	if err != nil {
+		p.Errors = append(p.Errors, p.locate(err)...)
+		return
+	}
+	if opts.StrictEnv {
+		if proj, err = proj.WithServicesEnvironmentResolved(false); err != nil {
+			p.Errors = append(p.Errors, p.locate(err)...)
+			return
+		}
+	}
+	p.Name = proj.Name
+	p.Compose = proj
+}
+
+func asLoadError(err error, file string) *LoadError {
+	var le *LoadError
+	if errors.As(err, &le) {
+		return le
+	}
+	return &LoadError{Pos: Pos{File: file}, Msg: cleanPathErr(err)}
+}
+
+func orDot(s string) string {
+	if s == "" {
+		return "."
+	}
+	return s
+}
+
+func slicesDelete(env []string, prefix string) []string {
+	out := env[:0:0]
+	for _, e := range env {
+		if !strings.HasPrefix(e, prefix) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// swapStdin hands compose-go the bytes the doctor already read from standard input:
+// compose-go reads a "-" file from os.Stdin itself.
+func swapStdin(b []byte) (restore func()) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return func() {}
+	}
+	old := os.Stdin
+	os.Stdin = r
+	go func() {
+		_, _ = w.Write(b)
+		_ = w.Close()
+	}()
+	return func() {
+		os.Stdin = old
+		_ = r.Close()
+	}
+}
+
+var (
+	parseErr   = regexp.MustCompile(`^failed to parse (.+?): yaml: (?:line (\d+): )?(.*)$`)
+	validErr   = regexp.MustCompile(`^validating (.+?): (.*)$`)
+	decodeItem = regexp.MustCompile(`^'([^']+)' (.*)$`)
+	modelPath  = regexp.MustCompile(`^((?:services|volumes|networks|configs|secrets|include|models)(?:[.\[][^\s:]*)?)(?::| )\s*(.*)$`)
+)
+
+// locate turns a compose-go load error into located errors.
+func (p *Project) locate(err error) []*LoadError {
+	msg := cleanErr(err)
+	main := Pos{File: p.Files[0]}
+	if m := parseErr.FindStringSubmatch(msg); m != nil {
+		line := 0
+		fmt.Sscanf(m[2], "%d", &line)
+		return []*LoadError{{Pos: Pos{File: p.Index.display(m[1]), Line: line}, Msg: "invalid YAML: " + m[3]}}
+	}
+	if m := validErr.FindStringSubmatch(msg); m != nil {
+		msg = m[2]
+	}
+	if strings.HasPrefix(msg, "decoding failed due to the following error(s):") {
+		var out []*LoadError
+		for _, l := range strings.Split(msg, "\n")[1:] {
+			if m := decodeItem.FindStringSubmatch(strings.TrimSpace(l)); m != nil {
+				pos, _ := p.Index.PathPos(splitModelPath(m[1]))
+				if pos.File == "" {
+					pos = main
+				}
+				out = append(out, &LoadError{Pos: pos, Msg: m[1] + ": " + m[2]})
+			}
+		}
+		if len(out) > 0 {
+			return out
+		}
+	}
+	if m := modelPath.FindStringSubmatch(msg); m != nil {
+		if pos, ok := p.Index.PathPos(splitModelPath(m[1])); ok {
+			return []*LoadError{{Pos: pos, Msg: msg}}
+		}
+	}
+	// Errors about a file (a missing extends or include file) point at where it is named.
+	if pos, ok := p.Index.mentionMissing(msg); ok {
+		return []*LoadError{{Pos: pos, Msg: msg}}
+	}
+	return []*LoadError{{Pos: main, Msg: msg}}
+}
+
+// splitModelPath splits "services[web].deploy.resources" or "services.web.shm_size".
+func splitModelPath(s string) []string {
+	s = strings.NewReplacer("[", ".", "]", "").Replace(s)
+	return strings.Split(s, ".")
+}
+
+// cleanErr keeps one line per error and drops Go's wrapping noise.
+func cleanErr(err error) string {
+	msg := err.Error()
+	return strings.TrimSpace(msg)
+}
+
+func cleanPathErr(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "no such file or folder"
+		}
+		return pe.Err.Error()
+	}
+	return err.Error()
+}

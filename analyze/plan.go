@@ -1,0 +1,121 @@
+package analyze
+
+// Source says where a service's /dev/shm comes from.
+type Source string
+
+// The sources of /dev/shm. A mount at /dev/shm wins over every IPC mode, so the mount
+// sources are checked first.
+const (
+	SourcePrivate   Source = "private"   // own IPC namespace, shm tmpfs sized by shm_size
+	SourceShareable Source = "shareable" // as private, and others may join it
+	SourceHost      Source = "host"      // the host's /dev/shm (ipc: host)
+	SourceService   Source = "service"   // joins another service's namespace (ipc: service:X)
+	SourceContainer Source = "container" // joins an external container (ipc: container:X)
+	SourceTmpfs     Source = "tmpfs"     // a tmpfs mounted at /dev/shm
+	SourceBind      Source = "bind"      // a bind mount at /dev/shm
+	SourceVolume    Source = "volume"    // a named volume at /dev/shm
+	SourceNone      Source = "none"      // ipc: none, no /dev/shm at all
+)
+
+// DefaultShmSize is the /dev/shm size Docker gives a container unless told otherwise.
+const DefaultShmSize int64 = 64 << 20
+
+// ShmPlan is everything the doctor knows about one service's /dev/shm. Rules read it, the
+// probe turns it into a container, the report prints it; nothing else derives shm state.
+type ShmPlan struct {
+	Service string
+	// IPC is the service's ipc value as loaded ("" when unset).
+	IPC    string
+	Source Source
+	// Donor names the service or container whose namespace is joined (SourceService,
+	// SourceContainer); Via lists the chain of ipc: service: hops, first hop first.
+	Donor string
+	Via   []string
+	// Configured is shm_size in bytes, nil when not set (0 means the daemon default).
+	Configured *int64
+	// Predicted is the effective /dev/shm size, nil where it depends on the host.
+	Predicted *int64
+	// Mount is the mount at /dev/shm, if any.
+	Mount *Mount
+	// MemLimit is the container memory limit (deploy.resources.limits.memory wins over
+	// mem_limit, as in docker compose), nil when unlimited or unknown.
+	MemLimit     *int64
+	MemSwapLimit *int64
+	// Memlock and Stack are the ulimits, nil when not set; -1 means unlimited.
+	Memlock *Ulimit
+	Stack   *Ulimit
+	// BuildShmSize is build.shm_size, nil when not set.
+	BuildShmSize *int64
+	GPU          bool
+	Profile      *Profile
+	// Need is the declared /dev/shm need in bytes, nil when none; NeedFrom says who declared it.
+	Need     *int64
+	NeedFrom string
+	// Ignore lists rule IDs silenced for this service through x-shmdoctor.ignore.
+	Ignore []string
+	// Ignored lists the keys that are set but have no effect, and why.
+	Ignored []IgnoredKey
+	// Unresolved lists the keys whose values depend on unset variables.
+	Unresolved []Unresolved
+	// Notes explain derivations a reader could not guess (a joined donor with a mount).
+	Notes []string
+}
+
+// Mount is a mount at /dev/shm.
+type Mount struct {
+	Type     Source // SourceTmpfs, SourceBind or SourceVolume
+	Source   string // host path or volume name; empty for tmpfs
+	Size     *int64 // tmpfs size, nil when unset (the kernel default: half the RAM)
+	ReadOnly bool
+	// Entry is the compose key that declares it: "tmpfs" or "volumes".
+	Entry string
+}
+
+// Ulimit is a soft and hard limit; -1 means unlimited.
+type Ulimit struct{ Soft, Hard int64 }
+
+// IgnoredKey is a key that is set but silently ignored by the engine.
+type IgnoredKey struct {
+	Key    string // "shm_size", "build.shm_size"
+	Reason string
+}
+
+// Unresolved is a key whose value depends on variables that are not set.
+type Unresolved struct {
+	Key  string
+	Vars []string
+}
+
+// Mounted reports whether a user mount replaces /dev/shm.
+func (p *ShmPlan) Mounted() bool { return p.Mount != nil }
+
+// HostShared reports whether /dev/shm is the host's own (ipc: host or a bind of /dev/shm).
+func (p *ShmPlan) HostShared() bool {
+	return p.Source == SourceHost || (p.Mount != nil && p.Mount.Type == SourceBind && p.Mount.Source == "/dev/shm")
+}
+
+// Workload reports whether the service is a known shared-memory consumer.
+func (p *ShmPlan) Workload() bool { return p.Profile != nil }
+
+// Target is what /dev/shm should hold: the declared need, else the profile's minimum, else 0.
+func (p *ShmPlan) Target() int64 {
+	switch {
+	case p.Need != nil:
+		return *p.Need
+	case p.Profile != nil:
+		return p.Profile.MinShm
+	}
+	return 0
+}
+
+// DependsOn returns the unset variables a key depends on, nil when none.
+func (p *ShmPlan) DependsOn(key string) []string {
+	for _, u := range p.Unresolved {
+		if u.Key == key {
+			return u.Vars
+		}
+	}
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }

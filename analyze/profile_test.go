@@ -1,0 +1,327 @@
+package analyze
+
+import (
+	"path"
+	"strings"
+	"testing"
+)
+
+func TestProfileDetectImage(t *testing.T) {
+	tests := []struct {
+		image string
+		want  string // "" for no profile
+	}{
+		// PostgreSQL and its common distributions.
+		{"postgres", "postgres"},
+		{"postgres:16-alpine", "postgres"},
+		{"POSTGRES:16", "postgres"},
+		{"docker.io/library/postgres:16", "postgres"},
+		{"library/postgres:16", "postgres"},
+		{"localhost:5000/postgres:16", "postgres"},
+		{"postgres@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "postgres"},
+		{"postgres:16@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "postgres"},
+		{"${REGISTRY:-docker.io}/postgres:${PG_VERSION:-16}", "postgres"},
+		{"postgres:${PG_VERSION}", "postgres"},
+		{"pgvector/pgvector:pg16", "postgres"},
+		{"ankane/pgvector", "postgres"},
+		{"postgis/postgis:16-3.4", "postgres"},
+		{"timescale/timescaledb:latest-pg16", "postgres"},
+		{"timescale/timescaledb-ha:pg16", "postgres"},
+		{"bitnami/postgresql:16", "postgres"},
+		{"ghcr.io/cloudnative-pg/postgresql:16.2", "postgres"},
+		{"quay.io/sclorg/postgresql-16-c9s", "postgres"},
+		{"registry.redhat.io/rhel9/postgresql-15", "postgres"},
+		{"supabase/postgres:15.1.0.147", "postgres"},
+		{"registry.developers.crunchydata.com/crunchydata/crunchy-postgres:ubi8-16.2-0", "postgres"},
+
+		// Things that merely mention postgres, and other databases.
+		{"prometheuscommunity/postgres-exporter", ""},
+		{"quay.io/prometheuscommunity/postgres-exporter:v0.15.0", ""},
+		{"prometheus-postgres-exporter", ""},
+		{"bitnami/postgres-exporter:0.15.0", ""},
+		{"wrouesnel/postgres_exporter", ""},
+		{"postgresql-exporter", ""},
+		{"dpage/pgadmin4", ""},
+		{"edoburu/pgbouncer", ""},
+		{"redis:7", ""},
+		{"redis/redis-stack:latest", ""},
+		{"bitnami/redis", ""},
+		{"nginx:1.27", ""},
+		{"docker.io/library/python:3.12", ""},
+		{"", ""},
+		{"   ", ""},
+
+		// PyTorch and NGC.
+		{"nvcr.io/nvidia/pytorch:24.01-py3", "pytorch"},
+		{"pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime", "pytorch"},
+		{"rocm/pytorch:latest", "pytorch"},
+		{"nvcr.io/nvidia/tensorflow:24.01-tf2-py3", "ngc"},
+		{"nvcr.io/nvidia/nemo:24.05", "ngc"},
+		{"nvcr.io/nvidia/tensorrt-llm/release:0.12.0", "ngc"},
+		{"nvcr.io/nvidia/modulus/modulus:24.01", "ngc"},
+		{"nvcr.io/nvidia/k8s-device-plugin:v0.15.0", ""},
+		{"nvcr.io/nvidia/k8s/dcgm-exporter:3.3.5-3.4.0-ubuntu22.04", ""},
+		{"nvcr.io/nvidia/gpu-operator:v24.3.0", ""},
+		{"nvidia/cuda:12.2.0-base-ubuntu22.04", ""},
+		{"mirror.example.com/nvidia/tensorflow:24.01-tf2-py3", ""}, // NGC is nvcr.io only
+
+		// Serving stacks.
+		{"vllm/vllm-openai:latest", "vllm"},
+		{"vllm/vllm-openai:v0.6.4", "vllm"},
+		{"localhost:5000/vllm/vllm-openai:v0.5", "vllm"},
+		{"vllm/vllm-openai@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "vllm"},
+		{"${REGISTRY}/vllm/vllm-openai:latest", "vllm"},
+		{"registry.example.com:443/mirror/vllm-openai:latest", "vllm"},
+		{"rocm/vllm-dev:main", "vllm"},
+		{"nvcr.io/nvidia/vllm:25.11-py3", "vllm"},
+		{"ghcr.io/huggingface/text-generation-inference:2.0", "tgi"},
+		{"ghcr.io/huggingface/text-generation-inference:3.3.5", "tgi"},
+		{"ghcr.io/huggingface/tgi-gaudi:2.0.1", "tgi"},
+		{"nvcr.io/nvidia/tritonserver:24.01-py3", "triton"},
+		{"nvcr.io/nvidia/tritonserver:24.01-trtllm-python-py3", "triton"},
+		{"lmsysorg/sglang:latest", "sglang"},
+		{"lmsysorg/sglang:v0.4.1.post5-cu121", "sglang"},
+		{"rayproject/ray:2.9.0-gpu", "ray"},
+		{"rayproject/ray-ml:latest", "ray"},
+		{"nvcr.io/nim/meta/llama3-8b-instruct:1.0.0", "nim"},
+		{"nvcr.io/nim/nvidia/nv-embedqa-e5-v5:1.0.0", "nim"},
+		{"example.com/nim/meta/llama3-8b-instruct:1.0.0", ""},
+
+		// Browsers.
+		{"selenium/node-chrome:4.20", "chromium"},
+		{"selenium/standalone-chrome:latest", "chromium"},
+		{"selenium/standalone-firefox", "chromium"},
+		{"selenium/hub:4.20", ""},
+		{"ghcr.io/browserless/chromium", "chromium"},
+		{"browserless/chrome", "chromium"},
+		{"mcr.microsoft.com/playwright:v1.44.0-jammy", "chromium"},
+		{"mcr.microsoft.com/playwright/python:v1.44.0-jammy", "chromium"},
+		{"ghcr.io/puppeteer/puppeteer:22", "chromium"},
+		{"zenika/alpine-chrome", "chromium"},
+	}
+	for _, tt := range tests {
+		got := DetectProfile(Signals{Image: tt.image})
+		if id := profileIDOf(got); id != tt.want {
+			t.Errorf("DetectProfile(Image: %q) = %q, want %q", tt.image, id, tt.want)
+		}
+	}
+}
+
+func TestProfileDetectCommand(t *testing.T) {
+	tests := []struct {
+		command []string
+		want    string
+	}{
+		{[]string{"torchrun", "--nproc_per_node", "8", "train.py"}, "pytorch"},
+		{[]string{"sh", "-c", "torchrun --nproc 8 train.py"}, "pytorch"},
+		{[]string{`sh -c "exec torchrun train.py"`}, "pytorch"},
+		{[]string{"/bin/bash", "-lc", "cd /app && torchrun train.py"}, "pytorch"},
+		{[]string{"/usr/local/bin/torchrun", "train.py"}, "pytorch"},
+		{[]string{"accelerate", "launch", "train.py"}, "pytorch"},
+		{[]string{"python", "-m", "accelerate.commands.launch", "train.py"}, "pytorch"},
+		{[]string{"deepspeed", "--num_gpus", "8", "train.py"}, "pytorch"},
+		{[]string{"python", "-m", "torch.distributed.run", "--nproc_per_node=2", "train.py"}, "pytorch"},
+		{[]string{"python3", "-u", "-m", "torch.distributed.launch", "train.py"}, "pytorch"},
+		{[]string{"/opt/conda/bin/python3.11", "-m", "torch.distributed.run", "train.py"}, "pytorch"},
+
+		{[]string{"vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct"}, "vllm"},
+		{[]string{"python", "-m", "vllm.entrypoints.openai.api_server", "--model", "x"}, "vllm"},
+		{[]string{"/bin/sh", "-c", "python3 -m vllm.entrypoints.openai.api_server --model x"}, "vllm"},
+		{[]string{"python3", "-m", "sglang.launch_server", "--model-path", "x"}, "sglang"},
+		{[]string{"sglang", "serve", "--model-path", "x"}, "sglang"},
+		{[]string{"bash", "-c", "python3 -m sglang.launch_server --model-path x --port 30000"}, "sglang"},
+		{[]string{"text-generation-launcher", "--model-id", "x"}, "tgi"},
+		{[]string{"tritonserver", "--model-repository=/models"}, "triton"},
+		{[]string{"/opt/tritonserver/bin/tritonserver", "--model-repository=/models"}, "triton"},
+		{[]string{"ray", "start", "--head", "--block"}, "ray"},
+		{[]string{"bash", "-lc", "ray start --head && sleep infinity"}, "ray"},
+		{[]string{"npx", "playwright", "test"}, "chromium"},
+		{[]string{"chromium", "--headless", "--remote-debugging-port=9222"}, "chromium"},
+
+		{nil, ""},
+		{[]string{}, ""},
+		{[]string{""}, ""},
+		{[]string{"python", "train.py"}, ""},
+		{[]string{"python", "app.py", "--db-host", "postgres"}, ""},
+		{[]string{"postgres", "-c", "max_connections=200"}, ""}, // server binary is judged by image only
+		{[]string{"python", "train.py", "--deepspeed", "ds_config.json"}, ""},
+		{[]string{"python", "-m", "http.server"}, ""},
+		{[]string{"ray"}, ""},
+		{[]string{"echo", "start"}, ""},
+		{[]string{"vllm"}, ""},
+		{[]string{"torchrun-wrapper", "train.py"}, ""},
+		{[]string{"serve", "vllm"}, ""},
+	}
+	for _, tt := range tests {
+		got := DetectProfile(Signals{Command: tt.command})
+		if id := profileIDOf(got); id != tt.want {
+			t.Errorf("DetectProfile(Command: %q) = %q, want %q", tt.command, id, tt.want)
+		}
+	}
+}
+
+func TestProfileDetectPrecedence(t *testing.T) {
+	tests := []struct {
+		name string
+		s    Signals
+		want string
+	}{
+		{"serving stack beats pytorch image",
+			Signals{Image: "nvcr.io/nvidia/pytorch:24.01-py3", Command: []string{"vllm", "serve", "x"}}, "vllm"},
+		{"serving stack beats ray image",
+			Signals{Image: "rayproject/ray:2.9.0-gpu", Command: []string{"python", "-m", "vllm.entrypoints.openai.api_server"}}, "vllm"},
+		{"sglang beats ray start in its own image",
+			Signals{Image: "lmsysorg/sglang:latest", Command: []string{"ray", "start", "--head"}}, "sglang"},
+		{"triton beats ngc", Signals{Image: "nvcr.io/nvidia/tritonserver:24.01-py3"}, "triton"},
+		{"pytorch image beats ngc", Signals{Image: "nvcr.io/nvidia/pytorch:24.01-py3", GPU: true}, "pytorch"},
+		{"pytorch launcher beats ngc image",
+			Signals{Image: "nvcr.io/nvidia/nemo:24.05", Command: []string{"torchrun", "train.py"}}, "pytorch"},
+		{"ngc beats gpu", Signals{Image: "nvcr.io/nvidia/tensorflow:24.01-tf2-py3", GPU: true}, "ngc"},
+		{"pytorch beats gpu",
+			Signals{Image: "python:3.11", Command: []string{"torchrun", "train.py"}, GPU: true}, "pytorch"},
+		{"gpu fallback", Signals{Image: "nvidia/cuda:12.2.0-base-ubuntu22.04", GPU: true}, "gpu"},
+		{"gpu fallback without image", Signals{GPU: true}, "gpu"},
+		{"gpu fallback for unresolved image", Signals{Image: "${IMAGE}", GPU: true}, "gpu"},
+		{"gpu fallback for device plugin", Signals{Image: "nvcr.io/nvidia/k8s-device-plugin:v0.15.0", GPU: true}, "gpu"},
+		{"no signals", Signals{}, ""},
+		{"plain app", Signals{Image: "myorg/app:1.0", Command: []string{"./app"}}, ""},
+		{"specific profile wins over gpu", Signals{Image: "postgres:16", GPU: true}, "postgres"},
+	}
+	for _, tt := range tests {
+		if id := profileIDOf(DetectProfile(tt.s)); id != tt.want {
+			t.Errorf("%s: DetectProfile(%+v) = %q, want %q", tt.name, tt.s, id, tt.want)
+		}
+	}
+}
+
+func TestProfileTable(t *testing.T) {
+	all := Profiles()
+	required := []string{"pytorch", "vllm", "tgi", "triton", "sglang", "ray", "nim", "ngc", "chromium", "postgres", "gpu"}
+	seen := map[string]bool{}
+	for _, p := range all {
+		if seen[p.ID] {
+			t.Errorf("duplicate profile ID %q", p.ID)
+		}
+		seen[p.ID] = true
+		if p.ID == "" || p.ID != strings.ToLower(p.ID) || strings.ContainsAny(p.ID, " _") {
+			t.Errorf("profile ID %q is not a short kebab id", p.ID)
+		}
+		if p.Name == "" || p.Source == "" || p.Note == "" {
+			t.Errorf("%s: Name, Source and Note must be set", p.ID)
+		}
+		if !strings.HasPrefix(p.URL, "https://") || strings.ContainsAny(p.URL, " \t") {
+			t.Errorf("%s: URL %q is not an https link", p.ID, p.URL)
+		}
+		if p.MinShm < 64<<20 {
+			t.Errorf("%s: MinShm %d is below Docker's 64 MiB default", p.ID, p.MinShm)
+		}
+		for _, pattern := range p.images {
+			if strings.ContainsAny(pattern, ":@ ") || pattern != strings.ToLower(pattern) {
+				t.Errorf("%s: image pattern %q must be a lowercase path without tag or digest", p.ID, pattern)
+			}
+			for _, seg := range strings.Split(pattern, "/") {
+				if _, err := path.Match(seg, ""); err != nil || seg == "" {
+					t.Errorf("%s: image pattern %q has a bad segment %q", p.ID, pattern, seg)
+				}
+			}
+		}
+		for _, pattern := range p.commands {
+			words := strings.Fields(pattern)
+			if len(words) == 0 {
+				t.Errorf("%s: empty command pattern", p.ID)
+			}
+			for _, w := range words {
+				if _, err := path.Match(w, ""); err != nil {
+					t.Errorf("%s: command pattern %q has a bad word %q", p.ID, pattern, w)
+				}
+			}
+		}
+		if p.ID == "gpu" {
+			if len(p.images)+len(p.commands) != 0 {
+				t.Errorf("gpu must only come from the GPU fallback, it has patterns")
+			}
+		} else if len(p.images)+len(p.commands) == 0 {
+			t.Errorf("%s: no image or command patterns", p.ID)
+		}
+	}
+	for _, id := range required {
+		if !seen[id] {
+			t.Errorf("profile %q is missing", id)
+		}
+	}
+	if n := len(all); n == 0 || all[n-1].ID != "gpu" {
+		t.Errorf("gpu must be the last profile")
+	}
+
+	for _, id := range []string{"pytorch", "ngc", "vllm", "tgi", "triton", "sglang", "nim", "gpu"} {
+		if p := ProfileByID(id); p == nil || !p.GPUWorkload {
+			t.Errorf("%s: want GPUWorkload", id)
+		}
+	}
+	for _, id := range []string{"chromium", "postgres"} {
+		if p := ProfileByID(id); p == nil || p.GPUWorkload {
+			t.Errorf("%s: want no GPUWorkload", id)
+		}
+	}
+}
+
+func TestProfileByID(t *testing.T) {
+	for _, p := range Profiles() {
+		got := ProfileByID(p.ID)
+		if got == nil || got.ID != p.ID || got.MinShm != p.MinShm || got.URL != p.URL {
+			t.Errorf("ProfileByID(%q) = %+v, want %+v", p.ID, got, p)
+		}
+	}
+	for _, id := range []string{"", "unknown", "PyTorch", "VLLM"} {
+		if got := ProfileByID(id); got != nil {
+			t.Errorf("ProfileByID(%q) = %q, want nil", id, got.ID)
+		}
+	}
+}
+
+func TestProfileTableIsNotShared(t *testing.T) {
+	want := ProfileByID("vllm").MinShm
+
+	p := ProfileByID("vllm")
+	p.MinShm = 0
+	all := Profiles()
+	all[0].MinShm = 0
+	DetectProfile(Signals{Image: "vllm/vllm-openai"}).MinShm = 0
+
+	if got := ProfileByID("vllm").MinShm; got != want {
+		t.Errorf("editing a returned profile changed the table: MinShm = %d, want %d", got, want)
+	}
+	if got := Profiles()[0].MinShm; got == 0 {
+		t.Errorf("editing the Profiles() slice changed the table")
+	}
+}
+
+func TestProfileMinShmValues(t *testing.T) {
+	// Pinned so a change to a recommendation is a deliberate edit of both the table and the
+	// rule docs that quote it.
+	want := map[string]int64{
+		"vllm":     2 << 30,
+		"sglang":   32 << 30,
+		"tgi":      1 << 30,
+		"triton":   1 << 30,
+		"nim":      16 << 30,
+		"ray":      2 << 30,
+		"pytorch":  1 << 30,
+		"ngc":      1 << 30,
+		"chromium": 2 << 30,
+		"postgres": 128 << 20,
+		"gpu":      1 << 30,
+	}
+	for id, size := range want {
+		if p := ProfileByID(id); p == nil || p.MinShm != size {
+			t.Errorf("%s: MinShm = %v, want %d", id, p, size)
+		}
+	}
+}
+
+func profileIDOf(p *Profile) string {
+	if p == nil {
+		return ""
+	}
+	return p.ID
+}

@@ -1,0 +1,328 @@
+package analyze
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/compose-spec/compose-go/v2/types"
+	"go.yaml.in/yaml/v3"
+)
+
+// ShmKey is the compose key that sizes a private /dev/shm.
+const ShmKey = "shm_size"
+
+// Resolve derives one ShmPlan per service of a loaded project, sorted by service name.
+// need, when set, is the --need for every service. Located errors in the doctor's own
+// inputs (x-shmdoctor, ipc chains) are added to p.Errors; the plans are still made.
+func Resolve(p *Project, need *int64) {
+	names := make([]string, 0, len(p.Compose.Services))
+	for n := range p.Compose.Services {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	byName := map[string]*ShmPlan{}
+	for _, n := range names {
+		s := p.Compose.Services[n]
+		plan := p.plan(&s)
+		if need != nil {
+			plan.Need, plan.NeedFrom = ptr(*need), "--need"
+		}
+		byName[n] = plan
+		p.Plans = append(p.Plans, plan)
+	}
+	for _, plan := range p.Plans {
+		p.join(plan, byName)
+	}
+}
+
+// plan derives what a service's own keys say; joins are settled afterwards.
+func (p *Project) plan(s *types.ServiceConfig) *ShmPlan {
+	plan := &ShmPlan{Service: s.Name, IPC: s.Ipc}
+	if _, ok := p.value(plan, ShmKey); ok {
+		plan.Configured = ptr(int64(s.ShmSize))
+	} else if s.ShmSize != 0 {
+		plan.Configured = ptr(int64(s.ShmSize))
+	}
+	if s.Build != nil {
+		if _, ok := p.value(plan, "build", ShmKey); ok || s.Build.ShmSize != 0 {
+			plan.BuildShmSize = ptr(int64(s.Build.ShmSize))
+		}
+	}
+	plan.Mount = shmMount(s)
+	if plan.Mount != nil && plan.Mount.Type == SourceTmpfs && plan.Mount.Size != nil {
+		if p.mountDepends(plan) {
+			plan.Mount.Size = nil
+		}
+	}
+	p.memory(plan, s)
+	plan.Memlock, plan.Stack = ulimit(s.Ulimits["memlock"]), ulimit(s.Ulimits["stack"])
+	plan.GPU = usesGPU(s)
+	plan.Profile = DetectProfile(Signals{Image: s.Image, Command: append(append([]string{}, s.Entrypoint...), s.Command...), GPU: plan.GPU})
+	p.intent(plan, s)
+
+	switch {
+	case plan.Mount != nil:
+		plan.Source = plan.Mount.Type
+		if plan.Mount.Type == SourceTmpfs {
+			plan.Predicted = plan.Mount.Size
+		}
+		if plan.Configured != nil {
+			plan.Ignored = append(plan.Ignored, IgnoredKey{ShmKey, fmt.Sprintf("a %s mount at /dev/shm replaces the shm mount", plan.Mount.Type)})
+		}
+	case s.Ipc == "host":
+		plan.Source = SourceHost
+	case s.Ipc == "none":
+		plan.Source, plan.Predicted = SourceNone, ptr(int64(0))
+	case strings.HasPrefix(s.Ipc, "service:"):
+		plan.Source, plan.Donor = SourceService, strings.TrimPrefix(s.Ipc, "service:")
+	case strings.HasPrefix(s.Ipc, "container:"):
+		plan.Source, plan.Donor = SourceContainer, strings.TrimPrefix(s.Ipc, "container:")
+	default:
+		plan.Source = SourcePrivate
+		if s.Ipc == "shareable" {
+			plan.Source = SourceShareable
+		} else if s.Ipc != "" && s.Ipc != "private" {
+			p.fail(p.keyPos(plan, "ipc"), "ipc %q is not a valid IPC mode: use private, shareable, host, none, service:NAME or container:NAME", s.Ipc)
+		}
+		switch {
+		case plan.Configured == nil && plan.DependsOn(ShmKey) != nil:
+			// unknown: shm_size depends on an unset variable
+		case plan.Configured != nil && *plan.Configured > 0:
+			plan.Predicted = ptr(*plan.Configured)
+		default:
+			plan.Predicted = ptr(DefaultShmSize)
+		}
+	}
+	if plan.Configured != nil && plan.Mount == nil {
+		switch plan.Source {
+		case SourceHost:
+			plan.Ignored = append(plan.Ignored, IgnoredKey{ShmKey, "ipc is host: the host's /dev/shm is used"})
+		case SourceService, SourceContainer:
+			plan.Ignored = append(plan.Ignored, IgnoredKey{ShmKey, fmt.Sprintf("ipc joins %s: its /dev/shm is used", s.Ipc)})
+		}
+	}
+	if plan.BuildShmSize != nil && plan.Configured == nil {
+		plan.Ignored = append(plan.Ignored, IgnoredKey{"build.shm_size", "it sizes /dev/shm of build steps only, not of the running container"})
+	}
+	return plan
+}
+
+// join follows ipc: service: chains to the service that owns the namespace.
+func (p *Project) join(plan *ShmPlan, byName map[string]*ShmPlan) {
+	if plan.Source != SourceService || plan.Mount != nil {
+		return
+	}
+	seen := map[string]bool{plan.Service: true}
+	cur := plan
+	for cur.Source == SourceService && (cur == plan || cur.Mount == nil) {
+		donor, ok := byName[cur.Donor]
+		if !ok {
+			if _, disabled := p.Compose.DisabledServices[cur.Donor]; disabled {
+				plan.Notes = append(plan.Notes, fmt.Sprintf("ipc donor %s is not enabled by the selected profiles", cur.Donor))
+			} else {
+				p.fail(p.keyPos(cur, "ipc"), "ipc %q: no service named %s", cur.IPC, cur.Donor)
+			}
+			return
+		}
+		if seen[donor.Service] {
+			p.fail(p.keyPos(plan, "ipc"), "ipc cycle: %s", strings.Join(append(append([]string{plan.Service}, plan.Via...), donor.Service), " -> "))
+			return
+		}
+		seen[donor.Service] = true
+		plan.Via = append(plan.Via, donor.Service)
+		cur = donor
+	}
+	switch {
+	case cur.Mount != nil:
+		plan.Notes = append(plan.Notes, fmt.Sprintf("donor %s has its own %s mount at /dev/shm, which is not shared through its IPC namespace", cur.Service, cur.Mount.Type))
+	case cur.Source == SourceContainer:
+		plan.Notes = append(plan.Notes, fmt.Sprintf("the chain ends at container %s, outside the project", cur.Donor))
+	default:
+		plan.Predicted = cur.Predicted
+	}
+}
+
+// Owner returns the plan whose namespace a plan ends up in (itself unless it joins a service).
+func (p *Project) Owner(plan *ShmPlan) *ShmPlan {
+	if len(plan.Via) == 0 {
+		return plan
+	}
+	last := plan.Via[len(plan.Via)-1]
+	for _, q := range p.Plans {
+		if q.Service == last {
+			return q
+		}
+	}
+	return plan
+}
+
+// Plan returns the plan of a service, or nil.
+func (p *Project) Plan(service string) *ShmPlan {
+	for _, q := range p.Plans {
+		if q.Service == service {
+			return q
+		}
+	}
+	return nil
+}
+
+// value returns the raw node of a service key in the winning file, recording the unset
+// variables it depends on.
+func (p *Project) value(plan *ShmPlan, key ...string) (*yaml.Node, bool) {
+	n, _, ok := p.Index.Lookup(plan.Service, key...)
+	if !ok {
+		return nil, false
+	}
+	if n != nil && n.Kind == yaml.ScalarNode {
+		if vars := p.env.varsIn(n.Value); len(vars) > 0 {
+			plan.Unresolved = append(plan.Unresolved, Unresolved{Key: strings.Join(key, "."), Vars: vars})
+			return n, false
+		}
+	}
+	return n, true
+}
+
+func (p *Project) keyPos(plan *ShmPlan, key ...string) Pos {
+	if _, pos, ok := p.Index.Lookup(plan.Service, key...); ok {
+		return pos
+	}
+	return p.Index.ServicePos(plan.Service)
+}
+
+func (p *Project) memory(plan *ShmPlan, s *types.ServiceConfig) {
+	limit, key := int64(s.MemLimit), []string{"mem_limit"}
+	if s.Deploy != nil && s.Deploy.Resources.Limits != nil && s.Deploy.Resources.Limits.MemoryBytes != 0 {
+		limit, key = int64(s.Deploy.Resources.Limits.MemoryBytes), []string{"deploy", "resources", "limits", "memory"}
+	}
+	if _, resolved := p.value(plan, key...); !resolved && plan.DependsOn(strings.Join(key, ".")) != nil {
+		return
+	}
+	if limit > 0 {
+		plan.MemLimit = ptr(limit)
+	}
+	if _, resolved := p.value(plan, "memswap_limit"); resolved && s.MemSwapLimit != 0 {
+		plan.MemSwapLimit = ptr(int64(s.MemSwapLimit))
+	}
+}
+
+// mountDepends reports whether the /dev/shm tmpfs size was written with an unset variable.
+func (p *Project) mountDepends(plan *ShmPlan) bool {
+	n, _, ok := p.mountNode(plan)
+	if !ok {
+		return false
+	}
+	var depends bool
+	scalars(n, "", func(_ string, v *yaml.Node) {
+		if vars := p.env.varsIn(v.Value); len(vars) > 0 {
+			plan.Unresolved = append(plan.Unresolved, Unresolved{Key: plan.Mount.Entry, Vars: vars})
+			depends = true
+		}
+	})
+	return depends
+}
+
+// mountNode finds the tmpfs or volumes entry that puts a mount at /dev/shm.
+func (p *Project) mountNode(plan *ShmPlan) (*yaml.Node, Pos, bool) {
+	if plan.Mount == nil {
+		return nil, Pos{}, false
+	}
+	return p.Index.LookupItem(plan.Service, plan.Mount.Entry, func(n *yaml.Node) bool {
+		switch n.Kind {
+		case yaml.ScalarNode:
+			if plan.Mount.Entry == "tmpfs" {
+				return isShm(strings.SplitN(n.Value, ":", 2)[0])
+			}
+			parts := strings.Split(n.Value, ":")
+			return len(parts) >= 2 && isShm(parts[1]) || len(parts) == 1 && isShm(parts[0])
+		case yaml.MappingNode:
+			return isShm(scalar(get(n, "target")))
+		}
+		return false
+	})
+}
+
+func isShm(target string) bool {
+	return target != "" && path.Clean(target) == "/dev/shm"
+}
+
+// shmMount finds a user mount at /dev/shm: a tmpfs entry or a volumes entry.
+func shmMount(s *types.ServiceConfig) *Mount {
+	for _, t := range s.Tmpfs {
+		target, opts, _ := strings.Cut(t, ":")
+		if !isShm(target) {
+			continue
+		}
+		m := &Mount{Type: SourceTmpfs, Entry: "tmpfs"}
+		for _, o := range strings.Split(opts, ",") {
+			if v, ok := strings.CutPrefix(o, "size="); ok {
+				if n, ok := parseTmpfsSize(v); ok {
+					m.Size = ptr(n)
+				}
+			}
+		}
+		return m
+	}
+	for _, v := range s.Volumes {
+		if !isShm(v.Target) {
+			continue
+		}
+		m := &Mount{Source: v.Source, ReadOnly: v.ReadOnly, Entry: "volumes"}
+		switch v.Type {
+		case types.VolumeTypeTmpfs:
+			m.Type = SourceTmpfs
+			if v.Tmpfs != nil && v.Tmpfs.Size > 0 {
+				m.Size = ptr(int64(v.Tmpfs.Size))
+			}
+		case types.VolumeTypeBind:
+			m.Type = SourceBind
+			m.Source = path.Clean(v.Source)
+		default:
+			m.Type = SourceVolume
+		}
+		return m
+	}
+	return nil
+}
+
+func ulimit(u *types.UlimitsConfig) *Ulimit {
+	switch {
+	case u == nil:
+		return nil
+	case u.Single != 0:
+		return &Ulimit{Soft: int64(u.Single), Hard: int64(u.Single)}
+	}
+	return &Ulimit{Soft: int64(u.Soft), Hard: int64(u.Hard)}
+}
+
+// usesGPU reports a GPU request in any of the ways compose allows.
+func usesGPU(s *types.ServiceConfig) bool {
+	if len(s.Gpus) > 0 || s.Runtime == "nvidia" {
+		return true
+	}
+	if s.Deploy != nil && s.Deploy.Resources.Reservations != nil {
+		for _, d := range s.Deploy.Resources.Reservations.Devices {
+			if d.Driver == "nvidia" || containsFold(d.Capabilities, "gpu") {
+				return true
+			}
+		}
+	}
+	if v, ok := s.Environment["NVIDIA_VISIBLE_DEVICES"]; ok && v != nil {
+		switch strings.ToLower(*v) {
+		case "", "void", "none":
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+func containsFold(list []string, s string) bool {
+	for _, x := range list {
+		if strings.EqualFold(x, s) {
+			return true
+		}
+	}
+	return false
+}

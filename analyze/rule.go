@@ -1,0 +1,214 @@
+package analyze
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Severity is how much a finding matters. The zero value is not a severity.
+type Severity int
+
+// Severities, in increasing order.
+const (
+	Info Severity = iota + 1
+	Warning
+	Error
+)
+
+var severityNames = map[Severity]string{Info: "info", Warning: "warning", Error: "error"}
+
+func (s Severity) String() string { return severityNames[s] }
+
+// MarshalText makes severities read as words in JSON.
+func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// ParseSeverity parses "error", "warning" or "info".
+func ParseSeverity(s string) (Severity, error) {
+	for k, v := range severityNames {
+		if v == s {
+			return k, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown severity %q: use error, warning or info", s)
+}
+
+// Doc is a rule's documentation, the one source for `shmdoctor explain`, the rules table
+// and docs/rules.
+type Doc struct {
+	Rationale   string
+	Problematic string // a compose snippet that triggers the rule
+	Correct     string // the same snippet fixed
+	Exceptions  string
+	Sources     []string // "title: https://..." lines
+}
+
+// Rule is one check. Rules are values in the Rules registry; adding one is a file, a test, a
+// fixture folder and a line there.
+type Rule struct {
+	ID       string
+	Name     string // kebab-case
+	Severity Severity
+	Title    string // lowercase, no period, at most 60 characters
+	Doc      Doc
+	// Probe marks rules that judge a measurement; they run only after a probe.
+	Probe bool
+	Check func(*Pass)
+}
+
+// Policy is the strategy remediations follow when ipc: host is involved.
+type Policy string
+
+// The two valid strategies.
+const (
+	// PolicyStability keeps ipc: host where it is (and drops what it makes redundant).
+	PolicyStability Policy = "stability"
+	// PolicyIsolation drops ipc: host and sizes a private /dev/shm instead.
+	PolicyIsolation Policy = "isolation"
+)
+
+// Target is the engine the stack is deployed with.
+type Target string
+
+// Targets.
+const (
+	TargetCompose Target = "compose"
+	TargetSwarm   Target = "swarm"
+	TargetPodman  Target = "podman"
+)
+
+// Config tunes the rules.
+type Config struct {
+	Policy Policy
+	Target Target
+}
+
+// Finding is one reported problem, located at the key that causes it.
+type Finding struct {
+	Rule     string   `json:"rule"`
+	Name     string   `json:"name"`
+	Severity Severity `json:"severity"`
+	Service  string   `json:"service"`
+	Pos
+	Message     string `json:"message"`
+	Remediation string `json:"remediation"`
+	Related     []Pos  `json:"related,omitempty"`
+}
+
+// Pass is what a rule's Check sees: one service of one project.
+type Pass struct {
+	Project     *Project
+	Plan        *ShmPlan
+	Measurement *Measurement // nil unless the rule is a Probe rule
+	Config      Config
+	rule        *Rule
+	findings    *[]Finding
+}
+
+// Report records a finding of the running rule. A zero Severity means the rule's default.
+func (p *Pass) Report(f Finding) {
+	f.Rule, f.Name, f.Service = p.rule.ID, p.rule.Name, p.Plan.Service
+	if f.Severity == 0 {
+		f.Severity = p.rule.Severity
+	}
+	if f.Pos.File == "" {
+		f.Pos = p.ServicePos()
+	}
+	*p.findings = append(*p.findings, f)
+}
+
+// At is the position of a service key in the file where its winning value is written, or
+// the service's own position when the key is not written anywhere.
+func (p *Pass) At(key ...string) Pos { return p.Project.keyPos(p.Plan, key...) }
+
+// Has reports whether a service key is written in any of the project's files.
+func (p *Pass) Has(key ...string) bool {
+	_, _, ok := p.Project.Index.Lookup(p.Plan.Service, key...)
+	return ok
+}
+
+// ServicePos is the position of the service's name.
+func (p *Pass) ServicePos() Pos { return p.Project.Index.ServicePos(p.Plan.Service) }
+
+// MountPos is the position of the entry that mounts something at /dev/shm.
+func (p *Pass) MountPos() Pos {
+	if _, pos, ok := p.Project.mountNode(p.Plan); ok {
+		return pos
+	}
+	return p.ServicePos()
+}
+
+// MemLimitKey is the key that sets the memory limit, as docker compose picks it.
+func (p *Pass) MemLimitKey() []string {
+	if p.Has("deploy", "resources", "limits", "memory") {
+		return []string{"deploy", "resources", "limits", "memory"}
+	}
+	return []string{"mem_limit"}
+}
+
+// Check runs every static rule over every plan of a project and returns the findings in
+// file, line, rule order. Rules silenced by x-shmdoctor.ignore are dropped.
+func Check(p *Project, cfg Config) []Finding {
+	return run(p, cfg, nil)
+}
+
+// CheckMeasurements runs the probe rules over the measurements, keyed by service.
+func CheckMeasurements(p *Project, cfg Config, ms map[string]*Measurement) []Finding {
+	return run(p, cfg, ms)
+}
+
+func run(p *Project, cfg Config, ms map[string]*Measurement) []Finding {
+	if cfg.Policy == "" {
+		cfg.Policy = PolicyStability
+	}
+	if cfg.Target == "" {
+		cfg.Target = TargetCompose
+	}
+	var out []Finding
+	for _, plan := range p.Plans {
+		var m *Measurement
+		if ms != nil {
+			if m = ms[plan.Service]; m == nil {
+				continue
+			}
+		}
+		for i := range Rules {
+			r := &Rules[i]
+			if r.Probe != (ms != nil) || slices.Contains(plan.Ignore, r.ID) {
+				continue
+			}
+			r.Check(&Pass{Project: p, Plan: plan, Measurement: m, Config: cfg, rule: r, findings: &out})
+		}
+	}
+	SortFindings(out)
+	return out
+}
+
+// SortFindings orders findings by file, line, column and rule.
+func SortFindings(fs []Finding) {
+	sort.SliceStable(fs, func(i, j int) bool {
+		a, b := fs[i], fs[j]
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		if a.Column != b.Column {
+			return a.Column < b.Column
+		}
+		return a.Rule < b.Rule
+	})
+}
+
+// RuleByID returns the rule with that ID, or nil.
+func RuleByID(id string) *Rule {
+	id = strings.ToUpper(id)
+	for i := range Rules {
+		if Rules[i].ID == id {
+			return &Rules[i]
+		}
+	}
+	return nil
+}

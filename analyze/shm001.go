@@ -1,0 +1,40 @@
+package analyze
+
+import "fmt"
+
+var shm001 = Rule{
+	ID:       "SHM001",
+	Name:     "shm-size-ignored-ipc-host",
+	Severity: Warning,
+	Title:    "shm_size is ignored under ipc: host",
+	Doc: Doc{
+		Rationale: "With `ipc: host` the container shares the host's IPC namespace and gets the host's " +
+			"own /dev/shm bind-mounted. Docker silently ignores `shm_size`, and `docker inspect` still shows " +
+			"it in HostConfig.ShmSize, so the value looks applied while the real size is the host's tmpfs. " +
+			"Podman refuses the combination outright (`--target podman` makes this an error).",
+		Problematic: "services:\n  trainer:\n    image: pytorch/pytorch\n    ipc: host\n    shm_size: 16g\n",
+		Correct:     "services:\n  trainer:\n    image: pytorch/pytorch\n    ipc: host   # policy stability: keep the host's /dev/shm\n",
+		Exceptions:  "None: the key has no effect. With `--policy isolation` the fix drops `ipc: host` instead and keeps `shm_size`.",
+		Sources:     []string{"Docker run reference, --ipc and --shm-size: https://docs.docker.com/reference/cli/docker/container/run/#ipc"},
+	},
+	Check: func(p *Pass) {
+		if p.Plan.IPC != "host" || p.Plan.Configured == nil {
+			return
+		}
+		sev := Severity(0)
+		if p.Config.Target == TargetPodman {
+			sev = Error
+		}
+		fix := "Remove shm_size: with ipc: host the container uses the host's /dev/shm."
+		if p.Config.Policy == PolicyIsolation {
+			fix = fmt.Sprintf("Remove ipc: host and keep shm_size %s, so the service gets a private /dev/shm of that size.", ComposeSize(*p.Plan.Configured))
+		}
+		p.Report(Finding{
+			Severity:    sev,
+			Pos:         p.At(ShmKey),
+			Message:     fmt.Sprintf("shm_size %s is ignored: ipc is host, so the host's /dev/shm is used", FormatSize(*p.Plan.Configured)),
+			Remediation: fix,
+			Related:     []Pos{p.At("ipc")},
+		})
+	},
+}

@@ -1,0 +1,44 @@
+package analyze
+
+import (
+	"fmt"
+	"strings"
+)
+
+var shm002 = Rule{
+	ID:       "SHM002",
+	Name:     "shm-size-ignored-joined-ipc",
+	Severity: Warning,
+	Title:    "shm_size is ignored when joining another ipc namespace",
+	Doc: Doc{
+		Rationale: "`ipc: service:X` and `ipc: container:X` join X's IPC namespace and bind X's /dev/shm. " +
+			"The joiner's own `shm_size` is silently ignored: the size is decided by the donor.",
+		Problematic: "services:\n  donor:\n    image: app\n    ipc: shareable\n  worker:\n    image: app\n    ipc: service:donor\n    shm_size: 8g\n",
+		Correct:     "services:\n  donor:\n    image: app\n    ipc: shareable\n    shm_size: 8g\n  worker:\n    image: app\n    ipc: service:donor\n",
+		Exceptions:  "None: the key has no effect.",
+		Sources:     []string{"Docker run reference, --ipc: https://docs.docker.com/reference/cli/docker/container/run/#ipc"},
+	},
+	Check: func(p *Pass) {
+		plan := p.Plan
+		if (plan.Source != SourceService && plan.Source != SourceContainer) || plan.Configured == nil {
+			return
+		}
+		var msg, fix string
+		if plan.Source == SourceContainer {
+			msg = fmt.Sprintf("shm_size %s is ignored: ipc joins container %s, whose /dev/shm is used", FormatSize(*plan.Configured), plan.Donor)
+			fix = fmt.Sprintf("Remove shm_size and size /dev/shm on container %s instead.", plan.Donor)
+		} else {
+			owner := plan.Donor
+			if len(plan.Via) > 0 {
+				owner = plan.Via[len(plan.Via)-1]
+			}
+			chain := ""
+			if len(plan.Via) > 1 {
+				chain = " (through " + strings.Join(plan.Via[:len(plan.Via)-1], ", ") + ")"
+			}
+			msg = fmt.Sprintf("shm_size %s is ignored: ipc joins service %s%s, whose /dev/shm of %s is used", FormatSize(*plan.Configured), owner, chain, sizeOrUnknown(plan.Predicted))
+			fix = fmt.Sprintf("Remove shm_size here and set shm_size %s on service %s, which owns the namespace.", ComposeSize(*plan.Configured), owner)
+		}
+		p.Report(Finding{Pos: p.At(ShmKey), Message: msg, Remediation: fix, Related: []Pos{p.At("ipc")}})
+	},
+}

@@ -1,0 +1,47 @@
+package analyze
+
+import "fmt"
+
+var shm003 = Rule{
+	ID:       "SHM003",
+	Name:     "shm-size-ignored-mount",
+	Severity: Warning,
+	Title:    "shm_size is ignored when a mount sits on /dev/shm",
+	Doc: Doc{
+		Rationale: "A `tmpfs:` entry or a `volumes:` entry (tmpfs, bind or volume) targeting /dev/shm replaces " +
+			"the shm mount Docker would size with `shm_size`, in every IPC mode. The mount decides the size; " +
+			"`shm_size` is silently ignored.",
+		Problematic: "services:\n  app:\n    image: app\n    shm_size: 2g\n    tmpfs:\n      - /dev/shm:size=256m\n",
+		Correct:     "services:\n  app:\n    image: app\n    tmpfs:\n      - /dev/shm:size=2g\n",
+		Exceptions:  "None: the key has no effect while the mount is there.",
+		Sources:     []string{"Docker storage, tmpfs mounts: https://docs.docker.com/engine/storage/tmpfs/"},
+	},
+	Check: func(p *Pass) {
+		plan := p.Plan
+		if plan.Mount == nil || plan.Configured == nil {
+			return
+		}
+		fix := "Remove shm_size: the mount at /dev/shm decides its size."
+		if plan.Mount.Type == SourceTmpfs {
+			fix = fmt.Sprintf("Remove shm_size and size the tmpfs mount instead (size=%s).", ComposeSize(*plan.Configured))
+		}
+		p.Report(Finding{
+			Pos:         p.At(ShmKey),
+			Message:     fmt.Sprintf("shm_size %s is ignored: a %s mount at /dev/shm of %s replaces it", FormatSize(*plan.Configured), plan.Mount.Type, mountSize(plan.Mount)),
+			Remediation: fix,
+			Related:     []Pos{p.MountPos()},
+		})
+	},
+}
+
+func mountSize(m *Mount) string {
+	switch {
+	case m.Size != nil:
+		return FormatSize(*m.Size)
+	case m.Type == SourceTmpfs:
+		return "half the host's memory"
+	case m.Type == SourceBind:
+		return "whatever " + m.Source + " holds"
+	}
+	return "whatever volume " + m.Source + " holds"
+}

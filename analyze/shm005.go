@@ -1,0 +1,40 @@
+package analyze
+
+var shm005 = Rule{
+	ID:       "SHM005",
+	Name:     "ipc-none",
+	Severity: Info,
+	Title:    "ipc: none leaves the container without /dev/shm",
+	Doc: Doc{
+		Rationale: "`ipc: none` gives the container a private IPC namespace with no /dev/shm mounted at all. " +
+			"POSIX shared memory (shm_open), PyTorch DataLoader workers and NCCL fail at once. It is an " +
+			"error for a shared-memory workload and worth knowing for anything else.",
+		Problematic: "services:\n  trainer:\n    image: pytorch/pytorch\n    ipc: none\n",
+		Correct:     "services:\n  trainer:\n    image: pytorch/pytorch\n    shm_size: 2g\n",
+		Exceptions:  "Hardened services that never use shared memory.",
+		Sources:     []string{"Docker run reference, --ipc: https://docs.docker.com/reference/cli/docker/container/run/#ipc"},
+	},
+	Check: func(p *Pass) {
+		if p.Plan.IPC != "none" || p.Plan.Mount != nil {
+			return
+		}
+		f := Finding{
+			Pos:         p.At("ipc"),
+			Message:     "ipc is none: the container has no /dev/shm at all",
+			Remediation: "Remove ipc: none if the service uses shared memory.",
+		}
+		if p.Plan.Workload() {
+			f.Severity = Error
+			f.Message = "ipc is none: " + workloadName(p.Plan) + " has no /dev/shm at all"
+			f.Remediation = "Remove ipc: none and set shm_size: " + ComposeSize(recommend(p.Plan)) + "."
+		}
+		p.Report(f)
+	},
+}
+
+func workloadName(p *ShmPlan) string {
+	if p.Profile != nil {
+		return "this " + p.Profile.Name + " service"
+	}
+	return "a service that declares a need of " + FormatSize(*p.Need)
+}

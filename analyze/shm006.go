@@ -1,0 +1,40 @@
+package analyze
+
+import "fmt"
+
+var shm006 = Rule{
+	ID:       "SHM006",
+	Name:     "ipc-donor-not-shareable",
+	Severity: Error,
+	Title:    "ipc: service donor is not shareable",
+	Doc: Doc{
+		Rationale: "Joining another container's IPC namespace needs the donor to run with `ipc: shareable` " +
+			"(or `ipc: host`). With the daemon's default private IPC mode, creating the joiner fails with " +
+			"\"non-shareable IPC (hint: use IpcMode:shareable for the donor container)\". docker compose " +
+			"does not make donors shareable for you.",
+		Problematic: "services:\n  donor:\n    image: app\n  worker:\n    image: app\n    ipc: service:donor\n",
+		Correct:     "services:\n  donor:\n    image: app\n    ipc: shareable\n  worker:\n    image: app\n    ipc: service:donor\n",
+		Exceptions:  "A daemon configured with `\"default-ipc-mode\": \"shareable\"` accepts private donors; the probe shows which applies.",
+		Sources:     []string{"Docker run reference, --ipc: https://docs.docker.com/reference/cli/docker/container/run/#ipc"},
+	},
+	Check: func(p *Pass) {
+		plan := p.Plan
+		if plan.Source != SourceService || len(plan.Via) == 0 {
+			return
+		}
+		donor := p.Project.Plan(plan.Via[0])
+		if donor == nil || donor.IPC == "shareable" || donor.IPC == "host" {
+			return
+		}
+		mode := donor.IPC
+		if mode == "" {
+			mode = "private (the default)"
+		}
+		p.Report(Finding{
+			Pos:         p.At("ipc"),
+			Message:     fmt.Sprintf("ipc joins service %s, whose ipc is %s: container creation fails with non-shareable IPC", donor.Service, mode),
+			Remediation: fmt.Sprintf("Set ipc: shareable on service %s.", donor.Service),
+			Related:     []Pos{p.Project.Index.ServicePos(donor.Service)},
+		})
+	},
+}

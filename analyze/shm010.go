@@ -1,0 +1,46 @@
+package analyze
+
+import "fmt"
+
+var shm010 = Rule{
+	ID:       "SHM010",
+	Name:     "workload-on-default-shm",
+	Severity: Warning,
+	Title:    "shared-memory workload left on the 64 MiB default",
+	Doc: Doc{
+		Rationale: "Docker gives every container a private 64 MiB /dev/shm. PyTorch DataLoader workers, " +
+			"NCCL, vLLM, TGI, Triton, Ray, Chromium and PostgreSQL pass data through it and die with " +
+			"`Bus error`, `No space left on device` or `DataLoader worker (pid N) is killed by signal: Bus error` " +
+			"once it is full. `shm_size: 0` also means the daemon default.",
+		Problematic: "services:\n  vllm:\n    image: vllm/vllm-openai\n",
+		Correct:     "services:\n  vllm:\n    image: vllm/vllm-openai\n    shm_size: 2g\n",
+		Exceptions:  "A workload configured not to use shared memory (for example `num_workers=0`, `NCCL_SHM_DISABLE=1`); silence it with `x-shmdoctor: {ignore: [SHM010]}`.",
+		Sources:     profileSources(),
+	},
+	Check: func(p *Pass) {
+		plan := p.Plan
+		if !plan.Workload() || !onDefault(plan) {
+			return
+		}
+		size := recommend(plan)
+		what := "shm_size is not set"
+		if plan.Configured != nil {
+			what = "shm_size is 0 (the daemon default)"
+		}
+		at := p.ServicePos()
+		if plan.Configured != nil {
+			at = p.At(ShmKey)
+		}
+		p.Report(Finding{
+			Pos:         at,
+			Message:     fmt.Sprintf("%s: %s gets the 64 MiB default /dev/shm, and %s", what, workloadName(plan), why(plan)),
+			Remediation: fmt.Sprintf("Set shm_size: %s on the service.%s", ComposeSize(size), memoryNote(plan, size)),
+		})
+	},
+}
+
+// onDefault reports whether a plan's /dev/shm is Docker's default private one.
+func onDefault(p *ShmPlan) bool {
+	return (p.Source == SourcePrivate || p.Source == SourceShareable) &&
+		(p.Configured == nil && p.DependsOn(ShmKey) == nil || p.Configured != nil && *p.Configured == 0)
+}

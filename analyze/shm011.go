@@ -1,0 +1,64 @@
+package analyze
+
+import "fmt"
+
+var shm011 = Rule{
+	ID:       "SHM011",
+	Name:     "shm-below-need",
+	Severity: Warning,
+	Title:    "effective /dev/shm is below what the workload needs",
+	Doc: Doc{
+		Rationale: "The effective /dev/shm is known (shm_size, a sized tmpfs, or a joined donor's size) and " +
+			"smaller than the workload profile's recommended minimum or the declared need " +
+			"(`x-shmdoctor.need`, `x-shmdoctor.dataloader`, `--need`). PyTorch keeps " +
+			"`num_workers × prefetch_factor` batches in shared memory. Below a declared need this is an error.",
+		Problematic: "services:\n  trainer:\n    image: pytorch/pytorch\n    shm_size: 256m\n    x-shmdoctor:\n      dataloader: {workers: 8, prefetch_factor: 2, batch_bytes: 128MiB}\n",
+		Correct:     "services:\n  trainer:\n    image: pytorch/pytorch\n    shm_size: 2g\n    x-shmdoctor:\n      dataloader: {workers: 8, prefetch_factor: 2, batch_bytes: 128MiB}\n",
+		Exceptions:  "A profile minimum is a public recommendation, not a measurement: declare the real need with `x-shmdoctor.need` when it is smaller.",
+		Sources:     profileSources(),
+	},
+	Check: func(p *Pass) {
+		plan := p.Plan
+		if plan.Predicted == nil || plan.Source == SourceNone {
+			return
+		}
+		have := *plan.Predicted
+		target, sev := int64(0), Severity(0)
+		switch {
+		case plan.Need != nil && have < *plan.Need:
+			target, sev = *plan.Need, Error
+		case plan.Need == nil && plan.Profile != nil && have < plan.Profile.MinShm:
+			target = plan.Profile.MinShm
+		default:
+			return
+		}
+		if sev == 0 && onDefault(plan) {
+			return // SHM010 says it
+		}
+		at, fixKey := p.At(ShmKey), "shm_size"
+		switch {
+		case plan.Mount != nil:
+			at, fixKey = p.MountPos(), "the /dev/shm tmpfs size"
+		case len(plan.Via) > 0:
+			at, fixKey = p.At("ipc"), "shm_size on service "+plan.Via[len(plan.Via)-1]
+		case plan.Configured == nil:
+			at = p.ServicePos()
+		}
+		size := friendly(target)
+		p.Report(Finding{
+			Severity:    sev,
+			Pos:         at,
+			Message:     fmt.Sprintf("/dev/shm is %s, below %s: %s", FormatSize(have), FormatSize(target), why(plan)),
+			Remediation: fmt.Sprintf("Raise %s to %s.%s", fixKey, ComposeSize(size), memoryNote(plan, size)),
+		})
+	},
+}
+
+// profileSources lists the public sources of the workload profiles, for the rule docs.
+func profileSources() []string {
+	var out []string
+	for _, pr := range Profiles() {
+		out = append(out, pr.Name+" ("+FormatSize(pr.MinShm)+"): "+pr.Source+": "+pr.URL)
+	}
+	return out
+}

@@ -1,0 +1,47 @@
+package analyze
+
+import "strings"
+
+// NVIDIA's recommended ulimits for GPU containers.
+const (
+	recommendedStack int64 = 67108864
+)
+
+var shm030 = Rule{
+	ID:       "SHM030",
+	Name:     "gpu-ulimits",
+	Severity: Info,
+	Title:    "gpu service without the ulimits nvidia recommends",
+	Doc: Doc{
+		Rationale: "NVIDIA's containers print \"The SHMEM allocation limit is set to the default of 64MB\" and " +
+			"recommend `--ulimit memlock=-1 --ulimit stack=67108864` next to a larger /dev/shm: NCCL and " +
+			"CUDA pin host memory, which the default memlock limit caps.",
+		Problematic: "services:\n  trainer:\n    image: nvcr.io/nvidia/pytorch:24.01-py3\n    shm_size: 2g\n",
+		Correct:     "services:\n  trainer:\n    image: nvcr.io/nvidia/pytorch:24.01-py3\n    shm_size: 2g\n    ulimits:\n      memlock: -1\n      stack: 67108864\n",
+		Exceptions:  "CPU-only use of a GPU image.",
+		Sources: []string{
+			"NVIDIA NCCL User Guide, troubleshooting (--shm-size=1g --ulimit memlock=-1): https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting/runtime_and_mpi_issues.html",
+			"NVIDIA Triton/TensorRT Inference Server, running the server (--ulimit memlock=-1 --ulimit stack=67108864): https://docs.nvidia.com/deeplearning/sdk/inference-server-archived/tensorrt_inference_server_180/inference-release-notes/running.html",
+		},
+	},
+	Check: func(p *Pass) {
+		plan := p.Plan
+		if !plan.GPU && (plan.Profile == nil || !plan.Profile.GPUWorkload) {
+			return
+		}
+		var missing []string
+		if plan.Memlock == nil || plan.Memlock.Soft != -1 {
+			missing = append(missing, "memlock: -1")
+		}
+		if plan.Stack == nil || plan.Stack.Soft != -1 && plan.Stack.Soft < recommendedStack {
+			missing = append(missing, "stack: 67108864")
+		}
+		if len(missing) == 0 {
+			return
+		}
+		p.Report(Finding{
+			Message:     "gpu service without the ulimits nvidia recommends: " + strings.Join(missing, ", "),
+			Remediation: "Add ulimits: {" + strings.Join(missing, ", ") + "} to the service.",
+		})
+	},
+}

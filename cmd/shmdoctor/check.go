@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/report"
+)
+
+const checkUsage = `shmdoctor finds /dev/shm and IPC misconfiguration in Docker Compose stacks.
+
+Usage:
+  shmdoctor [flags] [PATH...]
+  shmdoctor rules                 list the rules
+  shmdoctor explain SHM001        print a rule's documentation
+  shmdoctor version
+
+With no PATH, the project is found as docker compose finds it: COMPOSE_FILE, or
+compose.yaml / compose.yml / docker-compose.yaml / docker-compose.yml (plus the
+matching override file) in this folder or the nearest parent. A PATH may be a compose
+file, a folder (treated as docker compose treats its working folder, .env included),
+or - to read one compose file from standard input. Each PATH is its own project.
+
+Examples:
+  shmdoctor                                  # the project in this folder
+  shmdoctor -f compose.yaml -f compose.gpu.yaml
+  shmdoctor -r .                             # every compose project in a monorepo
+  shmdoctor --format json --fail-on error deploy/
+  shmdoctor --need 8g --policy isolation
+
+Exit status: 0 nothing at or above --fail-on, 1 findings at or above it,
+2 usage or load errors, 130 interrupted.
+
+Flags:
+`
+
+type checkFlags struct {
+	load      analyze.Options
+	need      string
+	format    string
+	failOn    string
+	policy    string
+	target    string
+	probe     string
+	probeWait time.Duration
+	write     string
+	color     string
+	quiet     bool
+	verbose   bool
+}
+
+func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	var f checkFlags
+	fs := pflag.NewFlagSet("shmdoctor", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.SortFlags = false
+	fs.StringArrayVarP(&f.load.Files, "file", "f", nil, "compose file (repeatable, merged into one project as with docker compose -f)")
+	fs.StringVar(&f.load.ProjectDir, "project-directory", "", "the project's working folder (default: the first compose file's folder)")
+	fs.StringArrayVar(&f.load.EnvFiles, "env-file", nil, "environment file for interpolation (repeatable; default: the project folder's .env)")
+	fs.StringVarP(&f.load.ProjectName, "project-name", "p", "", "project name")
+	fs.StringArrayVar(&f.load.Profiles, "profile", nil, "analyse only services enabled by this profile (repeatable; default: every service)")
+	fs.BoolVarP(&f.load.Recursive, "recursive", "r", false, "analyse every compose project under the folders given (skips .git, node_modules, vendor)")
+	fs.BoolVar(&f.load.StrictEnv, "strict-env", false, "treat unset variables and missing env files as errors, as docker compose does")
+	fs.StringVar(&f.need, "need", "", "the /dev/shm every service needs, such as 8g (overrides x-shmdoctor)")
+	fs.StringVar(&f.format, "format", "text", "output format: "+report.FormatNames())
+	fs.StringVar(&f.failOn, "fail-on", "warning", "exit 1 on findings at or above: error|warning|info|never")
+	fs.StringVar(&f.policy, "policy", "stability", "remediation strategy around ipc: host: stability (keep it) | isolation (replace it)")
+	fs.StringVar(&f.target, "target", "compose", "deployment engine: compose|swarm|podman")
+	fs.StringVar(&f.probe, "probe", "auto", "measure /dev/shm in throwaway containers: auto|always|never")
+	fs.DurationVar(&f.probeWait, "probe-timeout", 60*time.Second, "time limit for the whole probe")
+	fs.StringVar(&f.write, "write-probe", "auto", "write probe target: auto, off, or a size such as 512m")
+	fs.StringVar(&f.color, "color", "auto", "colour: auto|always|never (auto follows the terminal and NO_COLOR)")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print only findings and errors")
+	fs.BoolVarP(&f.verbose, "verbose", "v", false, "show how each service's /dev/shm was derived")
+	help := fs.BoolP("help", "h", false, "show this help")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage, usagef("%v", err)
+	}
+	if *help {
+		fmt.Fprint(stdout, checkUsage+fs.FlagUsages())
+		return exitClean, nil
+	}
+	f.load.Paths = fs.Args()
+	f.load.Stdin = stdin
+	render, cfg, failOn, err := f.validate()
+	if err != nil {
+		return exitUsage, err
+	}
+
+	projects := analyze.Load(ctx, f.load)
+	rep := &report.Report{Version: versionString()}
+	for _, p := range projects {
+		rp := &report.Project{Project: p}
+		if p.Compose != nil {
+			rp.Findings = analyze.Check(p, cfg)
+		}
+		rep.Projects = append(rep.Projects, rp)
+	}
+	if ctx.Err() != nil {
+		return exitInterrupted, ctx.Err()
+	}
+	if err := render(stdout, rep, report.Options{Color: useColor(f.color, stdout), Verbose: f.verbose, Quiet: f.quiet}); err != nil {
+		return exitUsage, fmt.Errorf("writing report: %w", err)
+	}
+	switch {
+	case rep.Errors() > 0:
+		return exitUsage, nil
+	case failOn != 0 && rep.Worst() >= failOn:
+		return exitFindings, nil
+	}
+	return exitClean, nil
+}
+
+func (f *checkFlags) validate() (report.Renderer, analyze.Config, analyze.Severity, error) {
+	var cfg analyze.Config
+	render, ok := report.Formats[f.format]
+	if !ok {
+		return nil, cfg, 0, usagef("unknown format %q: use %s", f.format, report.FormatNames())
+	}
+	var failOn analyze.Severity
+	if f.failOn != "never" {
+		s, err := analyze.ParseSeverity(f.failOn)
+		if err != nil {
+			return nil, cfg, 0, usagef("--fail-on: %v, or never", err)
+		}
+		failOn = s
+	}
+	switch p := analyze.Policy(f.policy); p {
+	case analyze.PolicyStability, analyze.PolicyIsolation:
+		cfg.Policy = p
+	default:
+		return nil, cfg, 0, usagef("--policy %q: use stability or isolation", f.policy)
+	}
+	switch t := analyze.Target(f.target); t {
+	case analyze.TargetCompose, analyze.TargetSwarm, analyze.TargetPodman:
+		cfg.Target = t
+	default:
+		return nil, cfg, 0, usagef("--target %q: use compose, swarm or podman", f.target)
+	}
+	if f.need != "" {
+		n, err := analyze.ParseSize(f.need)
+		if err != nil {
+			return nil, cfg, 0, usagef("--need: %v", err)
+		}
+		f.load.Need = &n
+	}
+	switch f.probe {
+	case "auto", "always", "never":
+	default:
+		return nil, cfg, 0, usagef("--probe %q: use auto, always or never", f.probe)
+	}
+	if f.write != "auto" && f.write != "off" {
+		if _, err := analyze.ParseSize(f.write); err != nil {
+			return nil, cfg, 0, usagef("--write-probe: %v, or auto or off", err)
+		}
+	}
+	switch f.color {
+	case "auto", "always", "never":
+	default:
+		return nil, cfg, 0, usagef("--color %q: use auto, always or never", f.color)
+	}
+	if f.quiet && f.verbose {
+		return nil, cfg, 0, usagef("--quiet and --verbose exclude each other")
+	}
+	for _, p := range f.load.Paths {
+		if p == "-" && len(f.load.Paths) > 1 && strings.Count(strings.Join(f.load.Paths, "\x00"), "-\x00") > 1 {
+			return nil, cfg, 0, usagef("standard input can be read once")
+		}
+	}
+	return render, cfg, failOn, nil
+}
+
+// useColor decides colour: --color wins, then NO_COLOR, then whether out is a terminal.
+func useColor(mode string, out io.Writer) bool {
+	switch mode {
+	case "always":
+		return true
+	case "never":
+		return false
+	}
+	if os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
+		return false
+	}
+	f, ok := out.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+var errNoRule = errors.New("no such rule")

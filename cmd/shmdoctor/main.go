@@ -1,0 +1,78 @@
+// Command shmdoctor finds shared-memory and IPC misconfiguration in Docker Compose stacks
+// before it kills a training run, and proves its diagnosis on the real Docker Engine.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Exit codes.
+const (
+	exitClean       = 0
+	exitFindings    = 1
+	exitUsage       = 2
+	exitInterrupted = 130
+)
+
+// usageError is an error in how the doctor was called: exit 2 with a hint.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// run is main without os.Exit, so tests run the whole command in-process.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	cmd, rest := "check", args
+	if len(args) > 0 {
+		if _, ok := subcommands[args[0]]; ok {
+			cmd, rest = args[0], args[1:]
+		}
+	}
+	code, err := subcommands[cmd](ctx, rest, stdin, stdout, stderr)
+	var ue usageError
+	switch {
+	case err == nil:
+		return code
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "shmdoctor: %s\nRun 'shmdoctor --help' for usage.\n", ue.msg)
+		return exitUsage
+	case ctx.Err() != nil:
+		fmt.Fprintln(stderr, "shmdoctor: interrupted")
+		return exitInterrupted
+	default:
+		fmt.Fprintf(stderr, "shmdoctor: %v\n", err)
+		if code == 0 {
+			code = exitUsage
+		}
+		return code
+	}
+}
+
+type subcommand func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error)
+
+var subcommands map[string]subcommand
+
+func init() {
+	// A map literal referring to check would be an initialization cycle: check's help lists
+	// the subcommands.
+	subcommands = map[string]subcommand{
+		"check":   check,
+		"rules":   rules,
+		"explain": explain,
+		"version": version,
+	}
+}

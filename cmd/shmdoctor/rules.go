@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strings"
+
+	"github.com/shmdoctor/shmdoctor/analyze"
+)
+
+// rules lists the catalogue: ID, default severity, name and title.
+func rules(_ context.Context, args []string, _ io.Reader, stdout, _ io.Writer) (int, error) {
+	if len(args) > 0 {
+		if args[0] == "-h" || args[0] == "--help" {
+			fmt.Fprintln(stdout, "Usage: shmdoctor rules\n\nLists every rule with its default severity. 'shmdoctor explain ID' prints one in full.")
+			return exitClean, nil
+		}
+		return exitUsage, usagef("rules takes no arguments")
+	}
+	for _, r := range analyze.Rules {
+		fmt.Fprintf(stdout, "%s  %-7s  %-30s %s\n", r.ID, r.Severity, r.Name, r.Title)
+	}
+	return exitClean, nil
+}
+
+// explain prints one rule's documentation.
+func explain(_ context.Context, args []string, _ io.Reader, stdout, _ io.Writer) (int, error) {
+	if len(args) != 1 || args[0] == "-h" || args[0] == "--help" {
+		if len(args) == 1 {
+			fmt.Fprintln(stdout, "Usage: shmdoctor explain RULE\n\nPrints a rule's rationale, a problematic and a correct example, exceptions and sources.")
+			return exitClean, nil
+		}
+		return exitUsage, usagef("explain takes one rule ID, such as SHM001")
+	}
+	r := analyze.RuleByID(args[0])
+	if r == nil {
+		return exitUsage, usagef("%s: %v (see shmdoctor rules)", args[0], errNoRule)
+	}
+	fmt.Fprint(stdout, RuleDoc(r))
+	return exitClean, nil
+}
+
+// RuleDoc renders a rule's documentation as Markdown: the text of explain and of docs/rules.
+func RuleDoc(r *analyze.Rule) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s %s\n\n%s. Default severity: %s.\n\n", r.ID, r.Name, capitalize(r.Title), r.Severity)
+	fmt.Fprintf(&b, "## Rationale\n\n%s\n\n", r.Doc.Rationale)
+	fmt.Fprintf(&b, "## Problematic\n\n```yaml\n%s```\n\n", r.Doc.Problematic)
+	fmt.Fprintf(&b, "## Correct\n\n```yaml\n%s```\n\n", r.Doc.Correct)
+	fmt.Fprintf(&b, "## Exceptions\n\n%s\n", r.Doc.Exceptions)
+	if len(r.Doc.Sources) > 0 {
+		b.WriteString("\n## Sources\n\n")
+		for _, s := range r.Doc.Sources {
+			fmt.Fprintf(&b, "- %s\n", s)
+		}
+	}
+	return b.String()
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// buildVersion is set at release build time with -ldflags "-X main.buildVersion=v1.2.3".
+var buildVersion = ""
+
+func versionString() string {
+	if buildVersion != "" {
+		return buildVersion
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+func version(_ context.Context, _ []string, _ io.Reader, stdout, _ io.Writer) (int, error) {
+	fmt.Fprintf(stdout, "shmdoctor %s\n", versionString())
+	return exitClean, nil
+}

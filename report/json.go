@@ -1,0 +1,123 @@
+package report
+
+import (
+	"encoding/json"
+	"io"
+
+	"github.com/shmdoctor/shmdoctor/analyze"
+)
+
+// jsonVersion is the version of the JSON shape; fields are only ever added within a version.
+const jsonVersion = 1
+
+type jsonReport struct {
+	Version     int           `json:"version"`
+	Tool        jsonTool      `json:"tool"`
+	Projects    []jsonProject `json:"projects"`
+	Summary     Summary       `json:"summary"`
+	ProbeNote   string        `json:"probe_note,omitempty"`
+}
+
+type jsonTool struct {
+	Name    string `json:"name"`
+	Version string `json:"version,omitempty"`
+}
+
+type jsonProject struct {
+	Name     string            `json:"name"`
+	Dir      string            `json:"dir,omitempty"`
+	Files    []string          `json:"files"`
+	Services []jsonService     `json:"services"`
+	Findings []analyze.Finding `json:"findings"`
+	Errors   []jsonError       `json:"errors"`
+	Notes    []string          `json:"notes,omitempty"`
+}
+
+type jsonService struct {
+	Name  string               `json:"name"`
+	Shm   jsonShm              `json:"shm"`
+	Probe *analyze.Measurement `json:"probe,omitempty"`
+}
+
+type jsonShm struct {
+	Source           analyze.Source       `json:"source"`
+	IPC              string               `json:"ipc,omitempty"`
+	Donor            string               `json:"donor,omitempty"`
+	Via              []string             `json:"via,omitempty"`
+	ConfiguredBytes  *int64               `json:"configured_bytes"`
+	PredictedBytes   *int64               `json:"predicted_bytes"`
+	MemoryLimitBytes *int64               `json:"memory_limit_bytes"`
+	Profile          *string              `json:"profile"`
+	NeedBytes        *int64               `json:"need_bytes"`
+	NeedFrom         string               `json:"need_from,omitempty"`
+	Mount            *jsonMount           `json:"mount,omitempty"`
+	GPU              bool                 `json:"gpu"`
+	Ignored          []analyze.IgnoredKey `json:"ignored,omitempty"`
+	Unresolved       []jsonUnresolved     `json:"unresolved,omitempty"`
+	Notes            []string             `json:"notes,omitempty"`
+}
+
+type jsonMount struct {
+	Type      analyze.Source `json:"type"`
+	Source    string         `json:"source,omitempty"`
+	SizeBytes *int64         `json:"size_bytes"`
+	ReadOnly  bool           `json:"read_only,omitempty"`
+}
+
+type jsonUnresolved struct {
+	Key  string   `json:"key"`
+	Vars []string `json:"vars"`
+}
+
+type jsonError struct {
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	Column  int    `json:"column"`
+	Message string `json:"message"`
+}
+
+// JSON writes the report as one JSON document.
+func JSON(w io.Writer, r *Report, _ Options) error {
+	out := jsonReport{Version: jsonVersion, Tool: jsonTool{Name: "shmdoctor", Version: r.Version}, Summary: r.Summarize(), ProbeNote: r.ProbeNote, Projects: []jsonProject{}}
+	for _, p := range r.Projects {
+		jp := jsonProject{Name: p.Name, Dir: p.Dir, Files: p.Files, Services: []jsonService{}, Findings: p.Findings, Errors: []jsonError{}, Notes: p.Notes}
+		if jp.Files == nil {
+			jp.Files = []string{}
+		}
+		if jp.Findings == nil {
+			jp.Findings = []analyze.Finding{}
+		}
+		for _, e := range p.Errors {
+			jp.Errors = append(jp.Errors, jsonError{File: e.File, Line: e.Line, Column: e.Column, Message: e.Msg})
+		}
+		for _, plan := range p.Plans {
+			s := jsonService{Name: plan.Service, Shm: shmJSON(plan)}
+			if p.Measurements != nil {
+				s.Probe = p.Measurements[plan.Service]
+			}
+			jp.Services = append(jp.Services, s)
+		}
+		out.Projects = append(out.Projects, jp)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+func shmJSON(p *analyze.ShmPlan) jsonShm {
+	s := jsonShm{
+		Source: p.Source, IPC: p.IPC, Donor: p.Donor, Via: p.Via,
+		ConfiguredBytes: p.Configured, PredictedBytes: p.Predicted, MemoryLimitBytes: p.MemLimit,
+		NeedBytes: p.Need, NeedFrom: p.NeedFrom, GPU: p.GPU, Ignored: p.Ignored, Notes: p.Notes,
+	}
+	if p.Profile != nil {
+		s.Profile = &p.Profile.ID
+	}
+	if p.Mount != nil {
+		s.Mount = &jsonMount{Type: p.Mount.Type, Source: p.Mount.Source, SizeBytes: p.Mount.Size, ReadOnly: p.Mount.ReadOnly}
+	}
+	for _, u := range p.Unresolved {
+		s.Unresolved = append(s.Unresolved, jsonUnresolved{Key: u.Key, Vars: u.Vars})
+	}
+	return s
+}

@@ -1,0 +1,98 @@
+// Package report renders what the doctor found, one renderer per format. It is the only
+// package that styles text.
+package report
+
+import (
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/shmdoctor/shmdoctor/analyze"
+)
+
+// Report is everything one run found, in the order the projects were loaded.
+type Report struct {
+	Projects []*Project
+	// ProbeNote says why the probe did not run, when it did not ("" when it ran or was off).
+	ProbeNote string
+	// Version is the doctor's version, printed where a format has room for it.
+	Version string
+}
+
+// Project is one analysed project.
+type Project struct {
+	*analyze.Project
+	Findings     []analyze.Finding
+	Measurements map[string]*analyze.Measurement // nil when not probed
+}
+
+// Options tune rendering.
+type Options struct {
+	Color   bool
+	Verbose bool
+	Quiet   bool
+}
+
+// Renderer writes a report in one format.
+type Renderer func(w io.Writer, r *Report, o Options) error
+
+// Formats maps a --format name to its renderer.
+var Formats = map[string]Renderer{
+	"text": Text,
+	"json": JSON,
+}
+
+// FormatNames lists the formats, sorted, for --format's help.
+func FormatNames() string {
+	names := make([]string, 0, len(Formats))
+	for n := range Formats {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, "|")
+}
+
+// Summary counts findings per severity.
+type Summary struct {
+	Error   int `json:"error"`
+	Warning int `json:"warning"`
+	Info    int `json:"info"`
+}
+
+// Summarize counts the findings of every project.
+func (r *Report) Summarize() Summary {
+	var s Summary
+	for _, p := range r.Projects {
+		for _, f := range p.Findings {
+			switch f.Severity {
+			case analyze.Error:
+				s.Error++
+			case analyze.Warning:
+				s.Warning++
+			case analyze.Info:
+				s.Info++
+			}
+		}
+	}
+	return s
+}
+
+// Errors counts load errors of every project.
+func (r *Report) Errors() int {
+	n := 0
+	for _, p := range r.Projects {
+		n += len(p.Errors)
+	}
+	return n
+}
+
+// Worst is the highest severity found, 0 when none.
+func (r *Report) Worst() analyze.Severity {
+	var w analyze.Severity
+	for _, p := range r.Projects {
+		for _, f := range p.Findings {
+			w = max(w, f.Severity)
+		}
+	}
+	return w
+}

@@ -1,0 +1,255 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"charm.land/lipgloss/v2"
+
+	"github.com/shmdoctor/shmdoctor/analyze"
+)
+
+// Text writes the report for people: per project its errors, notes and findings grouped by
+// service, a table of every service's /dev/shm, and a summary line.
+func Text(w io.Writer, r *Report, o Options) error {
+	pal := newPalette(o.Color)
+	tw := &errWriter{w: w}
+	for i, p := range r.Projects {
+		if i > 0 {
+			tw.printf("\n")
+		}
+		textProject(tw, p, pal, o)
+	}
+	if r.ProbeNote != "" && !o.Quiet {
+		tw.printf("\n%s\n", pal.Dim.Render("probe: "+r.ProbeNote))
+	}
+	s := r.Summarize()
+	if !o.Quiet || s != (Summary{}) || r.Errors() > 0 {
+		tw.printf("\n%s\n", summaryLine(r, s, pal))
+	}
+	return tw.err
+}
+
+func textProject(w *errWriter, p *Project, pal palette, o Options) {
+	title := "project " + p.Name
+	if len(p.Files) > 0 {
+		title += " (" + strings.Join(p.Files, ", ") + ")"
+	}
+	if !o.Quiet || len(p.Findings) > 0 || len(p.Errors) > 0 {
+		w.printf("%s\n", pal.Project.Render(title))
+	}
+	for _, e := range p.Errors {
+		w.printf("  %s %s %s\n", pal.Severity[analyze.Error].Render("error"), pal.Pos.Render(e.Pos.String()), e.Msg)
+	}
+	if !o.Quiet {
+		for _, n := range p.Notes {
+			w.printf("  %s\n", pal.Dim.Render("note: "+n))
+		}
+	}
+	var current string
+	for _, f := range p.Findings {
+		if f.Service != current {
+			current = f.Service
+			w.printf("  %s\n", pal.Service.Render(f.Service))
+		}
+		sev := pal.Severity[f.Severity].Render(fmt.Sprintf("%-7s", f.Severity))
+		w.printf("    %s %s %s %s\n", sev, pal.Rule.Render(f.Rule), pal.Pos.Render(f.Pos.String()), f.Message)
+		w.printf("            %s\n", pal.Fix.Render("fix: "+f.Remediation))
+	}
+	if o.Verbose {
+		for _, plan := range p.Plans {
+			w.printf("  %s\n", pal.Dim.Render(derivation(plan)))
+		}
+	}
+	if len(p.Plans) > 0 && !o.Quiet {
+		w.printf("\n")
+		serviceTable(w, p, pal)
+	}
+}
+
+// serviceTable prints one row per service: configured and predicted /dev/shm, its source,
+// the memory limit and, after a probe, the measurement.
+func serviceTable(w *errWriter, p *Project, pal palette) {
+	head := []string{"SERVICE", "SHM_SIZE", "PREDICTED", "SOURCE", "MEM LIMIT", "PROFILE"}
+	if p.Measurements != nil {
+		head = append(head, "MEASURED", "WRITE")
+	}
+	rows := [][]string{head}
+	for _, plan := range p.Plans {
+		row := []string{plan.Service, configured(plan), predicted(plan), source(plan), limit(plan), profile(plan)}
+		if p.Measurements != nil {
+			row = append(row, measured(p.Measurements[plan.Service])...)
+		}
+		rows = append(rows, row)
+	}
+	widths := make([]int, len(head))
+	for _, r := range rows {
+		for i, c := range r {
+			widths[i] = max(widths[i], lipgloss.Width(c))
+		}
+	}
+	for i, r := range rows {
+		var b strings.Builder
+		for j, c := range r {
+			if j == len(r)-1 {
+				b.WriteString(c)
+				break
+			}
+			b.WriteString(c + strings.Repeat(" ", widths[j]-lipgloss.Width(c)+2))
+		}
+		line := strings.TrimRight(b.String(), " ")
+		if i == 0 {
+			line = pal.Header.Render(line)
+		}
+		w.printf("  %s\n", line)
+	}
+}
+
+func configured(p *analyze.ShmPlan) string {
+	switch {
+	case p.DependsOn(analyze.ShmKey) != nil:
+		return "$" + strings.Join(p.DependsOn(analyze.ShmKey), ",$") + " unset"
+	case p.Configured == nil:
+		return "-"
+	}
+	return analyze.FormatSize(*p.Configured)
+}
+
+func predicted(p *analyze.ShmPlan) string {
+	switch {
+	case p.Predicted != nil:
+		return analyze.FormatSize(*p.Predicted)
+	case p.Source == analyze.SourceHost || p.HostShared():
+		return "host's"
+	case p.Mount != nil && p.Mount.Type == analyze.SourceTmpfs && p.DependsOn(p.Mount.Entry) == nil:
+		return "half of RAM"
+	}
+	return "unknown"
+}
+
+func source(p *analyze.ShmPlan) string {
+	s := string(p.Source)
+	switch {
+	case len(p.Via) > 0:
+		s += ":" + strings.Join(p.Via, ">")
+	case p.Donor != "":
+		s += ":" + p.Donor
+	case p.Mount != nil && p.Mount.Source != "":
+		s += ":" + p.Mount.Source
+	}
+	return s
+}
+
+func limit(p *analyze.ShmPlan) string {
+	if p.MemLimit != nil {
+		return analyze.FormatSize(*p.MemLimit)
+	}
+	for _, k := range []string{"mem_limit", "deploy.resources.limits.memory"} {
+		if vars := p.DependsOn(k); vars != nil {
+			return "$" + strings.Join(vars, ",$") + " unset"
+		}
+	}
+	return "-"
+}
+
+func profile(p *analyze.ShmPlan) string {
+	switch {
+	case p.Profile != nil && p.Need != nil:
+		return p.Profile.ID + ", need " + analyze.FormatSize(*p.Need)
+	case p.Profile != nil:
+		return p.Profile.ID
+	case p.Need != nil:
+		return "need " + analyze.FormatSize(*p.Need)
+	}
+	return "-"
+}
+
+func measured(m *analyze.Measurement) []string {
+	switch {
+	case m == nil:
+		return []string{"-", "-"}
+	case m.CreateError != "":
+		return []string{"create failed", "-"}
+	case m.Error != "":
+		return []string{"error", "-"}
+	case !m.Exists:
+		return []string{"none", "-"}
+	}
+	size := "?"
+	if m.MeasuredBytes != nil {
+		size = analyze.FormatSize(*m.MeasuredBytes)
+	}
+	write := "-"
+	if m.Write != nil {
+		write = string(m.Write.Outcome)
+		if m.Write.Outcome != analyze.WriteSkipped {
+			write += " " + analyze.FormatSize(m.Write.WrittenBytes)
+		}
+	}
+	return []string{size, write}
+}
+
+// derivation explains how a plan was reached, for --verbose.
+func derivation(p *analyze.ShmPlan) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: source %s", p.Service, p.Source)
+	if p.IPC != "" {
+		fmt.Fprintf(&b, " (ipc %s)", p.IPC)
+	}
+	if len(p.Via) > 0 {
+		fmt.Fprintf(&b, " via %s", strings.Join(p.Via, " -> "))
+	}
+	fmt.Fprintf(&b, ", shm_size %s, predicted %s, memory limit %s", configured(p), predicted(p), limit(p))
+	if p.Profile != nil {
+		fmt.Fprintf(&b, ", profile %s (min %s)", p.Profile.ID, analyze.FormatSize(p.Profile.MinShm))
+	}
+	if p.Need != nil {
+		fmt.Fprintf(&b, ", need %s from %s", analyze.FormatSize(*p.Need), p.NeedFrom)
+	}
+	for _, ig := range p.Ignored {
+		fmt.Fprintf(&b, "; %s ignored: %s", ig.Key, ig.Reason)
+	}
+	for _, n := range p.Notes {
+		fmt.Fprintf(&b, "; %s", n)
+	}
+	return b.String()
+}
+
+func summaryLine(r *Report, s Summary, pal palette) string {
+	services := 0
+	for _, p := range r.Projects {
+		services += len(p.Plans)
+	}
+	parts := []string{
+		pal.Severity[analyze.Error].Render(plural(s.Error, "error")),
+		pal.Severity[analyze.Warning].Render(plural(s.Warning, "warning")),
+		pal.Severity[analyze.Info].Render(plural(s.Info, "info")),
+	}
+	line := fmt.Sprintf("%s in %s, %s", strings.Join(parts, ", "), plural(len(r.Projects), "project"), plural(services, "service"))
+	if n := r.Errors(); n > 0 {
+		line += fmt.Sprintf("; %s could not be loaded", plural(n, "load error"))
+	}
+	if s == (Summary{}) && r.Errors() == 0 {
+		return pal.OK.Render("no findings") + " in " + plural(len(r.Projects), "project") + ", " + plural(services, "service")
+	}
+	return line
+}
+
+func plural(n int, word string) string {
+	if n == 1 || word == "info" {
+		return fmt.Sprintf("%d %s", n, word)
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, format, args...)
+	}
+}
