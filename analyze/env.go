@@ -17,15 +17,15 @@ import (
 // on an unset variable becomes the key's neutral value so that decoding goes on. What was
 // missing is recorded per template, and Resolve marks the keys that depend on it.
 type envTracker struct {
-	strict  bool
-	neutral map[string]string // template -> neutral value of the typed key it is written at
+	strict bool
+	keys   map[string]string // template -> the key it is written at
 
 	mu      sync.Mutex
 	missing map[string][]string // template -> unset variables it uses
 }
 
 func newEnvTracker(strict bool) *envTracker {
-	return &envTracker{strict: strict, neutral: map[string]string{}, missing: map[string][]string{}}
+	return &envTracker{strict: strict, keys: map[string]string{}, missing: map[string][]string{}}
 }
 
 // neutralValues are the values typed keys get when their value depends on an unset variable:
@@ -41,13 +41,17 @@ var neutralValues = map[string]string{
 	"target": "0", "published": "", "retries": "0",
 }
 
+// placeholders stand in for an unset variable inside keys where a blank breaks the syntax:
+// "${MODELS}:/models" must stay a valid mount.
+var placeholders = map[string]string{"volumes": "/unset/", "source": "/unset/", "env_file": "/unset/"}
+
 // learn records the key under which each template is written, from the source index.
 func (e *envTracker) learn(ix *Index) {
 	for _, docs := range ix.docs {
 		for _, d := range docs {
 			scalars(d, "", func(key string, v *yaml.Node) {
-				if n, ok := neutralValues[key]; ok && hasVar(v.Value) {
-					e.neutral[v.Value] = n
+				if hasVar(v.Value) {
+					e.keys[v.Value] = key
 				}
 			})
 		}
@@ -78,8 +82,11 @@ func (e *envTracker) substitute(value string, mapping template.Mapping) (string,
 		if err != nil {
 			return "", err
 		}
-		if !applied {
+		if !applied && len(unset) > 0 {
 			missing = append(missing, unset...)
+			if p, ok := placeholders[e.keys[value]]; ok {
+				return p + unset[0], nil
+			}
 		}
 		return s, nil
 	}
@@ -90,7 +97,7 @@ func (e *envTracker) substitute(value string, mapping template.Mapping) (string,
 	e.mu.Lock()
 	e.missing[value] = uniq(append(e.missing[value], missing...))
 	e.mu.Unlock()
-	if n, ok := e.neutral[value]; ok {
+	if n, ok := neutralValues[e.keys[value]]; ok {
 		return n, nil
 	}
 	return out, nil

@@ -108,6 +108,10 @@ func (ix *Index) add(path string, content []byte) error {
 			return yamlError(ix.display(path), err)
 		}
 		if len(doc.Content) > 0 {
+			if n := expandedSize(doc.Content[0], map[*yaml.Node]int64{}); n > maxExpandedNodes {
+				ix.docs[path] = docs
+				return &LoadError{Pos: Pos{File: ix.display(path), Line: doc.Line}, Msg: fmt.Sprintf("YAML aliases expand to more than %d nodes: refusing an alias bomb", maxExpandedNodes)}
+			}
 			docs = append(docs, doc.Content[0])
 		}
 	}
@@ -490,6 +494,30 @@ func scalars(n *yaml.Node, key string, fn func(key string, v *yaml.Node)) {
 	}
 }
 
+// maxExpandedNodes bounds a document's size once its aliases are expanded, which is what
+// compose-go's decoder does; real stacks stay in the thousands.
+const maxExpandedNodes = 1_000_000
+
+// expandedSize counts the nodes of n with aliases expanded, memoised per node so that an
+// alias bomb is measured in linear time; it stops counting past the bound.
+func expandedSize(n *yaml.Node, memo map[*yaml.Node]int64) int64 {
+	if v, ok := memo[n]; ok {
+		return v
+	}
+	memo[n] = maxExpandedNodes + 1 // an alias cycle counts as too big
+	size := int64(1)
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		size = expandedSize(n.Alias, memo)
+	}
+	for _, c := range n.Content {
+		if size += expandedSize(c, memo); size > maxExpandedNodes {
+			break
+		}
+	}
+	memo[n] = size
+	return size
+}
+
 // yamlError turns a YAML parser error into a located one.
 func yamlError(file string, err error) error {
 	msg := err.Error()
@@ -523,4 +551,27 @@ func (ix *Index) mentionMissing(msg string) (Pos, bool) {
 		}
 	}
 	return best, bestLen > 0
+}
+
+// reference finds where service from refers to service to (ipc: service:to, depends_on,
+// network_mode, volumes_from), for compose-go's dependency errors.
+func (ix *Index) reference(from, to string) (Pos, bool) {
+	for _, l := range ix.layers(from) {
+		var found *yaml.Node
+		scalars(l.node, "", func(_ string, v *yaml.Node) {
+			if found == nil && (v.Value == to || strings.HasSuffix(v.Value, ":"+to)) {
+				found = v
+			}
+		})
+		if found == nil {
+			// depends_on in mapping form names the service as a key
+			if k, _ := getKey(get(l.node, "depends_on"), to); k != nil {
+				found = k
+			}
+		}
+		if found != nil {
+			return ix.pos(l.file, found), true
+		}
+	}
+	return Pos{}, false
 }

@@ -9,11 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/compose-spec/compose-go/v2/cli"
+	"github.com/compose-spec/compose-go/v2/errdefs"
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/sirupsen/logrus"
@@ -206,7 +208,13 @@ func loadOne(ctx context.Context, t target, opts Options) *Project {
 	p := &Project{Name: t.name(), Dir: t.dir, env: newEnvTracker(opts.StrictEnv)}
 	p.load(ctx, t, opts)
 	for _, l := range capture.lines {
-		p.Notes = append(p.Notes, noteFromLog(l))
+		n := noteFromLog(l)
+		if p.Index != nil {
+			for file := range p.Index.docs {
+				n = strings.ReplaceAll(n, file, p.Index.display(file))
+			}
+		}
+		p.Notes = append(p.Notes, n)
 	}
 	if vars := p.env.unset(); len(vars) > 0 && !opts.StrictEnv {
 		p.Notes = append(p.Notes, fmt.Sprintf("variables not set: %s; values that depend on them are marked and analysed as unset", strings.Join(vars, ", ")))
@@ -249,26 +257,30 @@ func (p *Project) load(ctx context.Context, t target, opts Options) {
 		}
 		files = append(files, f)
 	}
-	po, err := cli.NewProjectOptions(files,
-		cli.WithWorkingDirectory(t.dir),
-		cli.WithEnv(env),
-		cli.WithEnv([]string{"PWD=" + pwd}),
-		cli.WithEnvFiles(opts.EnvFiles...),
-		cli.WithDotEnv,
-		cli.WithConfigFileEnv,
-		cli.WithDefaultConfigPath,
-		cli.WithEnvFiles(opts.EnvFiles...),
-		cli.WithDotEnv,
-		profiles,
-		cli.WithName(opts.ProjectName),
-		cli.WithResolvedPaths(true),
-		cli.WithoutEnvironmentResolution,
-		cli.WithLoadOptions(func(o *loader.Options) {
-			if o.Interpolate != nil { // nil while compose-go only lists the files
-				o.Interpolate.Substitute = p.env.substitute
-			}
-		}),
-	)
+	newOptions := func(consistent bool) (*cli.ProjectOptions, error) {
+		return cli.NewProjectOptions(files,
+			cli.WithWorkingDirectory(t.dir),
+			cli.WithEnv(env),
+			cli.WithEnv([]string{"PWD=" + pwd}),
+			cli.WithEnvFiles(opts.EnvFiles...),
+			cli.WithDotEnv,
+			cli.WithConfigFileEnv,
+			cli.WithDefaultConfigPath,
+			cli.WithEnvFiles(opts.EnvFiles...),
+			cli.WithDotEnv,
+			profiles,
+			cli.WithName(opts.ProjectName),
+			cli.WithResolvedPaths(true),
+			cli.WithoutEnvironmentResolution,
+			cli.WithConsistency(consistent),
+			cli.WithLoadOptions(func(o *loader.Options) {
+				if o.Interpolate != nil { // nil while compose-go only lists the files
+					o.Interpolate.Substitute = p.env.substitute
+				}
+			}),
+		)
+	}
+	po, err := newOptions(true)
 	where := Pos{File: orDot(t.dir)}
 	if len(t.files) > 0 {
 		where = Pos{File: t.files[0]}
@@ -310,6 +322,18 @@ func (p *Project) load(ctx context.Context, t target, opts Options) {
 		defer restore()
 	}
 	proj, err := po.LoadProject(ctx)
+	if err != nil && errdefs.IsInvalidError(err) && !opts.StrictEnv {
+		// An override or partial file alone fails docker compose's consistency checks
+		// (a service without an image, an undefined volume): say so, and analyse it anyway.
+		p.Notes = append(p.Notes, "docker compose would refuse this project as it stands: "+cleanErr(err))
+		if po, err = newOptions(false); err == nil {
+			if t.stdin != nil {
+				restore := swapStdin(t.stdin)
+				defer restore()
+			}
+			proj, err = po.LoadProject(ctx)
+		}
+	}
 	if err != nil {
 		p.Errors = append(p.Errors, p.locate(err)...)
 		return
@@ -372,6 +396,7 @@ var (
 	parseErr   = regexp.MustCompile(`^failed to parse (.+?): yaml: (?:line (\d+): )?(.*)$`)
 	validErr   = regexp.MustCompile(`^validating (.+?): (.*)$`)
 	decodeItem = regexp.MustCompile(`^'([^']+)' (.*)$`)
+	serviceRef = regexp.MustCompile(`service "([^"]+)" depends on undefined service "([^"]+)"|cycle detected: ([^\s]+) -> ([^\s]+)`)
 	modelPath  = regexp.MustCompile(`^((?:services|volumes|networks|configs|secrets|include|models)(?:[.\[][^\s:]*)?)(?::| )\s*(.*)$`)
 )
 
@@ -407,6 +432,12 @@ func (p *Project) locate(err error) []*LoadError {
 			return []*LoadError{{Pos: pos, Msg: msg}}
 		}
 	}
+	if m := serviceRef.FindStringSubmatch(msg); m != nil {
+		from, to := m[1]+m[3], m[2]+m[4] // one of the two alternatives matched
+		if pos, ok := p.Index.reference(from, to); ok {
+			return []*LoadError{{Pos: pos, Msg: msg}}
+		}
+	}
 	// Errors about a file (a missing extends or include file) point at where it is named.
 	if pos, ok := p.Index.mentionMissing(msg); ok {
 		return []*LoadError{{Pos: pos, Msg: msg}}
@@ -420,10 +451,13 @@ func splitModelPath(s string) []string {
 	return strings.Split(s, ".")
 }
 
-// cleanErr keeps one line per error and drops Go's wrapping noise.
+// cleanErr makes an error one line: reports and CI annotations hold one line per error.
 func cleanErr(err error) string {
-	msg := err.Error()
-	return strings.TrimSpace(msg)
+	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
+	for i := range lines {
+		lines[i] = strings.TrimSpace(lines[i])
+	}
+	return strings.Join(slices.DeleteFunc(lines, func(s string) bool { return s == "" }), " ")
 }
 
 func cleanPathErr(err error) string {

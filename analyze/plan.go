@@ -94,8 +94,9 @@ func (p *ShmPlan) HostShared() bool {
 	return p.Source == SourceHost || (p.Mount != nil && p.Mount.Type == SourceBind && p.Mount.Source == "/dev/shm")
 }
 
-// Workload reports whether the service is a known shared-memory consumer.
-func (p *ShmPlan) Workload() bool { return p.Profile != nil }
+// Workload reports whether the service uses shared memory: a known consumer, or one that
+// declares a need.
+func (p *ShmPlan) Workload() bool { return p.Profile != nil || p.Need != nil }
 
 // Target is what /dev/shm should hold: the declared need, else the profile's minimum, else 0.
 func (p *ShmPlan) Target() int64 {

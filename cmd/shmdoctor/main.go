@@ -10,12 +10,23 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 )
+
+// graceAfterSignal is how long the doctor may take to clean up after Ctrl-C (removing probe
+// containers) before it exits anyway; a second Ctrl-C exits at once.
+const graceAfterSignal = 20 * time.Second
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop() // a second signal now kills the process
+		time.Sleep(graceAfterSignal)
+		fmt.Fprintln(os.Stderr, "shmdoctor: interrupted")
+		os.Exit(exitInterrupted)
+	}()
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
 	os.Exit(code)
 }
 
