@@ -296,7 +296,8 @@ func ulimit(u *types.UlimitsConfig) *Ulimit {
 	return &Ulimit{Soft: int64(u.Soft), Hard: int64(u.Hard)}
 }
 
-// usesGPU reports a GPU request in any of the ways compose allows.
+// usesGPU reports a GPU request in any of the ways compose allows, and AMD or NVIDIA device
+// nodes mapped into the container.
 func usesGPU(s *types.ServiceConfig) bool {
 	if len(s.Gpus) > 0 || s.Runtime == "nvidia" {
 		return true
@@ -306,6 +307,12 @@ func usesGPU(s *types.ServiceConfig) bool {
 			if d.Driver == "nvidia" || containsFold(d.Capabilities, "gpu") {
 				return true
 			}
+		}
+	}
+	for _, d := range s.Devices {
+		// AMD ROCm compute (/dev/kfd) and NVIDIA device nodes passed through by hand.
+		if d.Source == "/dev/kfd" || strings.HasPrefix(d.Source, "/dev/nvidia") {
+			return true
 		}
 	}
 	if v, ok := s.Environment["NVIDIA_VISIBLE_DEVICES"]; ok && v != nil {

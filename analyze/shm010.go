@@ -33,7 +33,7 @@ var shm010 = Rule{
 		}
 		p.Report(Finding{
 			Pos:         at,
-			Message:     fmt.Sprintf("%s: %s gets the 64 MiB default /dev/shm, and %s", what, workloadName(plan), why(plan)),
+			Message:     fmt.Sprintf("%s: /dev/shm is the 64 MiB default, and %s", what, why(plan)),
 			Remediation: fmt.Sprintf("Set shm_size: %s on the service.%s", ComposeSize(size), memoryNote(plan, size)),
 		})
 	},

@@ -228,7 +228,7 @@ func summaryLine(r *Report, s Summary, pal palette) string {
 	}
 	line := fmt.Sprintf("%s in %s, %s", strings.Join(parts, ", "), plural(len(r.Projects), "project"), plural(services, "service"))
 	if n := r.Errors(); n > 0 {
-		line += fmt.Sprintf("; %s in the input", plural(n, "error"))
+		line += fmt.Sprintf("; the input has %s", plural(n, "error"))
 	}
 	if s == (Summary{}) && r.Errors() == 0 {
 		return pal.OK.Render("no findings") + " in " + plural(len(r.Projects), "project") + ", " + plural(services, "service")
