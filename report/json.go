@@ -11,11 +11,11 @@ import (
 const jsonVersion = 1
 
 type jsonReport struct {
-	Version     int           `json:"version"`
-	Tool        jsonTool      `json:"tool"`
-	Projects    []jsonProject `json:"projects"`
-	Summary     Summary       `json:"summary"`
-	ProbeNote   string        `json:"probe_note,omitempty"`
+	Version   int           `json:"version"`
+	Tool      jsonTool      `json:"tool"`
+	Projects  []jsonProject `json:"projects"`
+	Summary   Summary       `json:"summary"`
+	ProbeNote string        `json:"probe_note,omitempty"`
 }
 
 type jsonTool struct {

@@ -10,7 +10,7 @@ import (
 // name and never build colours themselves.
 type palette struct {
 	Project, Service, Rule, Pos, Dim, Fix, Header, OK lipgloss.Style
-	Severity                                         map[analyze.Severity]lipgloss.Style
+	Severity                                          map[analyze.Severity]lipgloss.Style
 }
 
 // newPalette returns the styles; with color off every style renders text unchanged, so
