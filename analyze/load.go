@@ -57,6 +57,15 @@ type LoadError struct {
 	Msg string
 }
 
+// DisplayDir is the project folder as reports show it: relative to the working folder when
+// below it.
+func (p *Project) DisplayDir() string {
+	if p.Index == nil {
+		return p.Dir
+	}
+	return p.Index.display(p.Dir)
+}
+
 func (e *LoadError) Error() string { return e.Pos.String() + ": " + e.Msg }
 
 // DefaultFileNames are the compose file names docker compose looks for, in its order.

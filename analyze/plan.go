@@ -76,8 +76,8 @@ type Ulimit struct{ Soft, Hard int64 }
 
 // IgnoredKey is a key that is set but silently ignored by the engine.
 type IgnoredKey struct {
-	Key    string // "shm_size", "build.shm_size"
-	Reason string
+	Key    string `json:"key"` // "shm_size", "build.shm_size"
+	Reason string `json:"reason"`
 }
 
 // Unresolved is a key whose value depends on variables that are not set.

@@ -80,7 +80,7 @@ type jsonError struct {
 func JSON(w io.Writer, r *Report, _ Options) error {
 	out := jsonReport{Version: jsonVersion, Tool: jsonTool{Name: "shmdoctor", Version: r.Version}, Summary: r.Summarize(), ProbeNote: r.ProbeNote, Projects: []jsonProject{}}
 	for _, p := range r.Projects {
-		jp := jsonProject{Name: p.Name, Dir: p.Dir, Files: p.Files, Services: []jsonService{}, Findings: p.Findings, Errors: []jsonError{}, Notes: p.Notes}
+		jp := jsonProject{Name: p.Name, Dir: p.DisplayDir(), Files: p.Files, Services: []jsonService{}, Findings: p.Findings, Errors: []jsonError{}, Notes: p.Notes}
 		if jp.Files == nil {
 			jp.Files = []string{}
 		}

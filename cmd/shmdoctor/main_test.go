@@ -1,0 +1,373 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// root is the repository; tests run from it, so that reports name files as a user would
+// see them.
+var root, _ = filepath.Abs("../..")
+
+func repoRoot(*testing.T) string { return root }
+
+// shmdoctor runs the whole command in-process.
+func shmdoctor(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	t.Setenv("NO_COLOR", "1")
+	code = run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join(repoRoot(t), "cmd", "shmdoctor", "testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./cmd/shmdoctor -update)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from the output (go test ./cmd/shmdoctor -update rewrites it):\n--- got\n%s", name, got)
+	}
+}
+
+func TestDemoGolden(t *testing.T) {
+	t.Chdir(repoRoot(t))
+	code, out, errs := shmdoctor(t, "", "--probe", "never", "testdata/demo")
+	if code != exitFindings || errs != "" {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	golden(t, "demo.txt", out)
+
+	code, out, _ = shmdoctor(t, "", "--probe", "never", "--format", "json", "testdata/demo")
+	if code != exitFindings {
+		t.Fatalf("exit %d", code)
+	}
+	golden(t, "demo.json", out)
+	var doc struct {
+		Version  int `json:"version"`
+		Projects []struct {
+			Name     string
+			Files    []string
+			Services []struct {
+				Name string
+				Shm  map[string]any
+			}
+			Findings []map[string]any
+			Errors   []map[string]any
+		}
+		Summary map[string]int
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Version != 1 || len(doc.Projects) != 1 || doc.Summary["error"] == 0 {
+		t.Fatalf("unexpected document: %+v", doc)
+	}
+	for _, s := range doc.Projects[0].Services {
+		for _, k := range []string{"source", "configured_bytes", "predicted_bytes", "memory_limit_bytes", "profile"} {
+			if _, ok := s.Shm[k]; !ok {
+				t.Errorf("service %s: shm has no %s", s.Name, k)
+			}
+		}
+	}
+	for _, f := range doc.Projects[0].Findings {
+		for _, k := range []string{"rule", "name", "severity", "service", "file", "line", "column", "message", "remediation"} {
+			if _, ok := f[k]; !ok {
+				t.Errorf("finding has no %s: %v", k, f)
+			}
+		}
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	t.Chdir(repoRoot(t))
+	cases := []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"clean stack", []string{"testdata/rules/silent"}, exitClean},
+		{"warnings fail by default", []string{"testdata/rules/SHM004"}, exitFindings},
+		{"fail-on error ignores warnings", []string{"--fail-on", "error", "testdata/rules/SHM004"}, exitClean},
+		{"fail-on never", []string{"--fail-on", "never", "testdata/demo"}, exitClean},
+		{"fail-on info", []string{"--fail-on", "info", "testdata/rules/SHM020"}, exitFindings},
+		{"unknown flag", []string{"--nope"}, exitUsage},
+		{"unknown format", []string{"--format", "xml", "testdata/demo"}, exitUsage},
+		{"bad fail-on", []string{"--fail-on", "loud", "testdata/demo"}, exitUsage},
+		{"bad need", []string{"--need", "lots", "testdata/demo"}, exitUsage},
+		{"missing path", []string{"testdata/nope"}, exitUsage},
+		{"help", []string{"--help"}, exitClean},
+		{"rules", []string{"rules"}, exitClean},
+		{"explain", []string{"explain", "shm012"}, exitClean},
+		{"explain unknown", []string{"explain", "SHM999"}, exitUsage},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, errs := shmdoctor(t, "", append([]string{"--probe", "never"}[:0:0], c.args...)...)
+			if code != c.want {
+				t.Errorf("exit %d, want %d (stderr %q)", code, c.want, errs)
+			}
+			if c.want == exitUsage && !strings.HasPrefix(errs, "shmdoctor: ") && !strings.Contains(errs, "") {
+				t.Errorf("usage error without a message: %q", errs)
+			}
+			if strings.Contains(errs, "goroutine") || strings.Contains(errs, "panic") {
+				t.Errorf("stack trace on stderr: %s", errs)
+			}
+		})
+	}
+}
+
+// writeFiles lays out a tree of files under a temp folder and returns it.
+func writeFiles(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+type jsonOut struct {
+	Projects []struct {
+		Name     string
+		Files    []string
+		Services []struct {
+			Name string
+			Shm  struct {
+				Source          string
+				ConfiguredBytes *int64 `json:"configured_bytes"`
+				PredictedBytes  *int64 `json:"predicted_bytes"`
+				MemoryLimit     *int64 `json:"memory_limit_bytes"`
+			}
+		}
+		Findings []struct {
+			Rule, Service, File string
+			Line                int
+		}
+		Errors []struct {
+			File    string
+			Line    int
+			Message string
+		}
+		Notes []string
+	}
+}
+
+func jsonRun(t *testing.T, stdin string, args ...string) (int, jsonOut, string) {
+	t.Helper()
+	code, out, errs := shmdoctor(t, stdin, append([]string{"--format", "json", "--probe", "never"}, args...)...)
+	var doc jsonOut
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("output is not JSON (%v): %s %s", err, out, errs)
+	}
+	return code, doc, out
+}
+
+func TestDiscovery(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"compose.yaml":          "services:\n  app:\n    image: alpine\n    shm_size: 1g\n",
+		"compose.override.yaml": "services:\n  app:\n    ipc: host\n",
+		"other.yaml":            "services:\n  other:\n    image: alpine\n",
+		"sub/deeper/README":     "no compose file here\n",
+	})
+	t.Run("parent folder and override", func(t *testing.T) {
+		t.Chdir(filepath.Join(dir, "sub", "deeper"))
+		_, doc, _ := jsonRun(t, "")
+		if len(doc.Projects) != 1 || len(doc.Projects[0].Files) != 2 {
+			t.Fatalf("want compose.yaml and its override, got %+v", doc.Projects)
+		}
+		f := doc.Projects[0].Findings
+		if len(f) == 0 || f[0].Rule == "" {
+			t.Fatalf("no findings: %+v", doc.Projects[0])
+		}
+		var sawSHM001 bool
+		for _, x := range f {
+			if x.Rule == "SHM001" && strings.HasSuffix(x.File, "compose.yaml") && x.Line == 4 {
+				sawSHM001 = true
+			}
+		}
+		if !sawSHM001 {
+			t.Errorf("SHM001 not at compose.yaml:4: %+v", f)
+		}
+	})
+	t.Run("COMPOSE_FILE", func(t *testing.T) {
+		t.Chdir(dir)
+		t.Setenv("COMPOSE_FILE", "other.yaml")
+		_, doc, _ := jsonRun(t, "")
+		if len(doc.Projects) != 1 || len(doc.Projects[0].Services) != 1 || doc.Projects[0].Services[0].Name != "other" {
+			t.Fatalf("COMPOSE_FILE not followed: %+v", doc.Projects)
+		}
+	})
+	t.Run("-f merges files", func(t *testing.T) {
+		t.Chdir(dir)
+		_, doc, _ := jsonRun(t, "", "-f", "compose.yaml", "-f", "other.yaml")
+		if len(doc.Projects) != 1 || len(doc.Projects[0].Services) != 2 {
+			t.Fatalf("want one project with two services: %+v", doc.Projects)
+		}
+	})
+	t.Run("folder path", func(t *testing.T) {
+		_, doc, _ := jsonRun(t, "", dir)
+		if len(doc.Projects) != 1 || doc.Projects[0].Services[0].Shm.Source != "host" {
+			t.Fatalf("folder not loaded with its override: %+v", doc.Projects)
+		}
+	})
+	t.Run("file path alone", func(t *testing.T) {
+		_, doc, _ := jsonRun(t, "", filepath.Join(dir, "compose.yaml"))
+		if doc.Projects[0].Services[0].Shm.Source != "private" {
+			t.Fatalf("a file path must not pull in the override: %+v", doc.Projects)
+		}
+	})
+	t.Run("stdin", func(t *testing.T) {
+		t.Chdir(dir)
+		code, doc, _ := jsonRun(t, "services:\n  s:\n    image: alpine\n    ipc: host\n    shm_size: 2g\n", "-")
+		if code != exitFindings || len(doc.Projects) != 1 || len(doc.Projects[0].Findings) == 0 {
+			t.Fatalf("stdin: exit %d %+v", code, doc)
+		}
+		if f := doc.Projects[0].Findings; f[len(f)-1].File != "<stdin>" {
+			t.Errorf("stdin findings name %q", f[0].File)
+		}
+	})
+	t.Run("empty folder", func(t *testing.T) {
+		empty := t.TempDir()
+		code, doc, _ := jsonRun(t, "", empty)
+		if code != exitUsage || len(doc.Projects[0].Errors) != 1 {
+			t.Fatalf("exit %d %+v", code, doc)
+		}
+	})
+}
+
+func TestRecursive(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"a/compose.yaml":               "services:\n  a:\n    image: alpine\n    ipc: host\n    shm_size: 1g\n",
+		"b/c/docker-compose.yml":       "services:\n  c:\n    image: alpine\n",
+		"broken/compose.yaml":          "services:\n  x: [\n",
+		"node_modules/m/compose.yaml":  "services:\n  skipped:\n    image: alpine\n",
+		".git/compose.yaml":            "services:\n  skipped:\n    image: alpine\n",
+		"vendor/v/docker-compose.yaml": "services:\n  skipped:\n    image: alpine\n",
+		"docs/not-compose.yaml":        "hello: world\n",
+	})
+	code, doc, _ := jsonRun(t, "", "-r", dir)
+	if code != exitUsage {
+		t.Errorf("exit %d, want 2 for the broken project", code)
+	}
+	if len(doc.Projects) != 3 {
+		t.Fatalf("want 3 projects (a, b/c, broken), got %d", len(doc.Projects))
+	}
+	var loaded, broken int
+	for _, p := range doc.Projects {
+		if len(p.Errors) > 0 {
+			broken++
+			if p.Errors[0].Line != 2 {
+				t.Errorf("broken project error not located: %+v", p.Errors)
+			}
+		} else {
+			loaded++
+		}
+		for _, s := range p.Services {
+			if s.Name == "skipped" {
+				t.Errorf("analysed a vendored tree")
+			}
+		}
+	}
+	if loaded != 2 || broken != 1 {
+		t.Errorf("loaded %d, broken %d", loaded, broken)
+	}
+}
+
+func TestProfilesAndEnv(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"compose.yaml": `services:
+  web:
+    image: nginx
+  trainer:
+    image: pytorch/pytorch
+    profiles: [gpu]
+    shm_size: ${SHM_SIZE}
+    mem_limit: ${MEM_LIMIT}
+    environment:
+      HF_TOKEN: ${HF_TOKEN:?set it}
+      DB_PASSWORD: hunter2-secret-value
+`,
+		".env": "SHM_SIZE=2g\n",
+	})
+	t.Run("every profile by default", func(t *testing.T) {
+		_, doc, out := jsonRun(t, "", dir)
+		if len(doc.Projects[0].Services) != 2 {
+			t.Fatalf("want both services: %+v", doc.Projects[0].Services)
+		}
+		for _, s := range doc.Projects[0].Services {
+			if s.Name == "trainer" && (s.Shm.ConfiguredBytes == nil || *s.Shm.ConfiguredBytes != 2<<30 || s.Shm.MemoryLimit != nil) {
+				t.Errorf("trainer: .env not applied or unset MEM_LIMIT not left unknown: %+v", s.Shm)
+			}
+		}
+		notes := strings.Join(doc.Projects[0].Notes, "\n")
+		if !strings.Contains(notes, "MEM_LIMIT") || !strings.Contains(notes, "HF_TOKEN") {
+			t.Errorf("notes do not name the unset variables: %q", notes)
+		}
+		if strings.Contains(out, "hunter2") {
+			t.Error("an environment value was printed")
+		}
+	})
+	t.Run("--profile narrows", func(t *testing.T) {
+		_, doc, _ := jsonRun(t, "", "--profile", "nope", dir)
+		if len(doc.Projects[0].Services) != 1 {
+			t.Fatalf("want web only: %+v", doc.Projects[0].Services)
+		}
+	})
+	t.Run("--strict-env fails like compose", func(t *testing.T) {
+		code, doc, _ := jsonRun(t, "", "--strict-env", dir)
+		if code != exitUsage || len(doc.Projects[0].Errors) == 0 || !strings.Contains(doc.Projects[0].Errors[0].Message, "HF_TOKEN") {
+			t.Fatalf("exit %d %+v", code, doc.Projects[0].Errors)
+		}
+	})
+	t.Run("--env-file", func(t *testing.T) {
+		env := writeFiles(t, map[string]string{"prod.env": "SHM_SIZE=4g\nMEM_LIMIT=8g\nHF_TOKEN=x\n"})
+		_, doc, _ := jsonRun(t, "", "--env-file", filepath.Join(env, "prod.env"), dir)
+		for _, s := range doc.Projects[0].Services {
+			if s.Name == "trainer" && (s.Shm.MemoryLimit == nil || *s.Shm.MemoryLimit != 8<<30) {
+				t.Errorf("--env-file not applied: %+v", s.Shm)
+			}
+		}
+	})
+}
+
+func TestTextFlags(t *testing.T) {
+	t.Chdir(repoRoot(t))
+	_, quiet, _ := shmdoctor(t, "", "--probe", "never", "--quiet", "testdata/demo")
+	if strings.Contains(quiet, "SERVICE") || !strings.Contains(quiet, "SHM001") {
+		t.Errorf("--quiet must print findings only:\n%s", quiet)
+	}
+	_, verbose, _ := shmdoctor(t, "", "--probe", "never", "--verbose", "testdata/demo")
+	if !strings.Contains(verbose, "evaluator: source service (ipc service:trainer) via trainer") {
+		t.Errorf("--verbose does not explain the derivation:\n%s", verbose)
+	}
+	_, colored, _ := shmdoctor(t, "", "--probe", "never", "--color", "always", "testdata/demo")
+	if !strings.Contains(colored, "\x1b[") {
+		t.Error("--color always printed no escape codes")
+	}
+	_, plain, _ := shmdoctor(t, "", "--probe", "never", "testdata/demo")
+	if strings.Contains(plain, "\x1b[") {
+		t.Error("escape codes without a terminal")
+	}
+}
