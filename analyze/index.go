@@ -105,9 +105,13 @@ func (ix *Index) add(path string, content []byte) error {
 				break
 			}
 			ix.docs[path] = docs
-			return yamlError(ix.display(path), err)
+			return yamlError(ix.display(path), content, err)
 		}
 		if len(doc.Content) > 0 {
+			if root := doc.Content[0]; root.Kind != yaml.MappingNode && !(root.Kind == yaml.ScalarNode && root.Tag == "!!null") {
+				ix.docs[path] = docs
+				return &LoadError{Pos: Pos{File: ix.display(path), Line: root.Line, Column: root.Column}, Msg: "a compose file must be a mapping of top-level keys (services, volumes, ...)"}
+			}
 			if n := expandedSize(doc.Content[0], map[*yaml.Node]int64{}); n > maxExpandedNodes {
 				ix.docs[path] = docs
 				return &LoadError{Pos: Pos{File: ix.display(path), Line: doc.Line}, Msg: fmt.Sprintf("YAML aliases expand to more than %d nodes: refusing an alias bomb", maxExpandedNodes)}
@@ -372,6 +376,9 @@ func (ix *Index) LookupItem(service, key string, match func(*yaml.Node) bool) (*
 				return it, ix.pos(l.file, it), true
 			}
 		}
+		if seq.Tag == "!override" {
+			return nil, Pos{}, false // the list replaces the lower layers' lists
+		}
 	}
 	return nil, Pos{}, false
 }
@@ -407,14 +414,16 @@ func (ix *Index) PathPos(path []string) (Pos, bool) {
 }
 
 // lookupPath walks mappings along path. reset reports a !reset tag on the way, which removes
-// the value and everything below it.
+// the value and everything below it, or an !override mapping without the key.
 func lookupPath(n *yaml.Node, path []string) (key, val *yaml.Node, reset bool) {
 	val = n
 	for _, p := range path {
 		var k *yaml.Node
+		parent := val
 		k, val = getKey(val, p)
 		if k == nil {
-			return nil, nil, false
+			// A mapping tagged !override replaces what lower layers say, missing keys included.
+			return nil, nil, parent != nil && parent.Tag == "!override"
 		}
 		if val.Tag == "!reset" {
 			return nil, nil, true
@@ -519,14 +528,31 @@ func expandedSize(n *yaml.Node, memo map[*yaml.Node]int64) int64 {
 }
 
 // yamlError turns a YAML parser error into a located one.
-func yamlError(file string, err error) error {
+func yamlError(file string, content []byte, err error) error {
 	msg := err.Error()
 	msg = strings.TrimPrefix(msg, "yaml: ")
 	var line int
 	if _, e := fmt.Sscanf(msg, "line %d:", &line); e == nil {
 		msg = strings.TrimSpace(msg[strings.Index(msg, ":")+1:])
+		if parserError(msg) {
+			line++ // yaml.v3 reports parser errors with a 0-based line
+		}
+		if last := bytes.Count(bytes.TrimRight(content, "\n"), []byte("\n")) + 1; line > last {
+			line = last // the problem was found at the end of the file: point at its last line
+		}
 	}
 	return &LoadError{Pos: Pos{File: file, Line: line}, Msg: "invalid YAML: " + msg}
+}
+
+// parserError tells yaml.v3's parser errors from its scanner errors by their messages.
+func parserError(msg string) bool {
+	for _, p := range []string{"did not find expected <document start>", "did not find expected node content",
+		"did not find expected key", "did not find expected '-' indicator", "did not find expected ',' or"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // fileKeys are the keys whose values name other files.

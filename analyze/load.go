@@ -423,7 +423,7 @@ func (p *Project) locate(err error) []*LoadError {
 	}
 	if strings.HasPrefix(msg, "decoding failed due to the following error(s):") {
 		var out []*LoadError
-		for _, l := range strings.Split(msg, "\n")[1:] {
+		for _, l := range strings.Split(err.Error(), "\n")[1:] {
 			if m := decodeItem.FindStringSubmatch(strings.TrimSpace(l)); m != nil {
 				pos, _ := p.Index.PathPos(splitModelPath(m[1]))
 				if pos.File == "" {

@@ -1,0 +1,157 @@
+package analyze
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeTree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestBadInput gives the loader broken projects: each must give one located, one-line error
+// naming the file (and the line where there is one), and never stop the other projects.
+func TestBadInput(t *testing.T) {
+	bomb := "x-a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+	prev := "a"
+	for _, n := range []string{"b", "c", "d", "e", "f", "g", "h", "i"} {
+		bomb += "x-" + n + ": &" + n + " [" + strings.Repeat("*"+prev+", ", 9) + "*" + prev + "]\n"
+		prev = n
+	}
+	bomb += "services:\n  a:\n    image: x\n"
+	cases := []struct {
+		name  string
+		files map[string]string
+		file  string // the file the error must name
+		line  int    // 0: no line to check
+		msg   string // a part of the message
+	}{
+		{"yaml syntax", map[string]string{"compose.yaml": "services:\n  a:\n    image: x\n    shm_size: [1\n"}, "compose.yaml", 4, "invalid YAML"},
+		{"bad unit", map[string]string{"compose.yaml": "services:\n  a:\n    image: x\n    shm_size: 16 gigs\n"}, "compose.yaml", 4, "gigs"},
+		{"wrong type", map[string]string{"compose.yaml": "services:\n  a:\n    image: x\n    mem_limit: true\n"}, "compose.yaml", 4, "mem_limit"},
+		{"missing extends file", map[string]string{"compose.yaml": "services:\n  a:\n    extends:\n      file: base.yaml\n      service: b\n"}, "compose.yaml", 4, "base.yaml"},
+		{"missing include", map[string]string{"compose.yaml": "include:\n  - sub/compose.yaml\nservices:\n  a:\n    image: x\n"}, "compose.yaml", 2, "sub/compose.yaml"},
+		{"include cycle", map[string]string{"compose.yaml": "include:\n  - b.yaml\nservices:\n  a:\n    image: x\n", "b.yaml": "include:\n  - compose.yaml\nservices:\n  b:\n    image: x\n"}, "compose.yaml", 0, "include cycle"},
+		{"binary", map[string]string{"compose.yaml": "services:\x00\x01\x02\xff"}, "compose.yaml", 0, "binary"},
+		{"huge", map[string]string{"compose.yaml": "services: {}\n" + strings.Repeat("#", MaxFileSize)}, "compose.yaml", 0, "MiB"},
+		{"alias bomb", map[string]string{"compose.yaml": bomb}, "compose.yaml", 1, "alias"},
+		{"ipc to a missing service", map[string]string{"compose.yaml": "services:\n  a:\n    image: x\n    ipc: service:ghost\n"}, "compose.yaml", 4, "ghost"},
+		{"ipc cycle", map[string]string{"compose.yaml": "services:\n  a:\n    image: x\n    ipc: service:b\n  b:\n    image: x\n    ipc: service:a\n"}, "compose.yaml", 4, "cycle"},
+		{"bad x-shmdoctor", map[string]string{"compose.yaml": "services:\n  a:\n    image: x\n    x-shmdoctor:\n      need: lots\n"}, "compose.yaml", 5, "need"},
+		{"bad dataloader", map[string]string{"compose.yaml": "services:\n  a:\n    image: x\n    x-shmdoctor:\n      dataloader: {workers: many, batch_bytes: 1m}\n"}, "compose.yaml", 5, "workers"},
+		{"unknown ignore", map[string]string{"compose.yaml": "services:\n  a:\n    image: x\n    x-shmdoctor:\n      ignore: [SHM999]\n"}, "compose.yaml", 5, "SHM999"},
+		{"empty file", map[string]string{"compose.yaml": ""}, "compose.yaml", 0, "empty"},
+		{"not a mapping", map[string]string{"compose.yaml": "- a\n- b\n"}, "compose.yaml", 0, "mapping"},
+	}
+	good := writeTree(t, map[string]string{"compose.yaml": "services:\n  ok:\n    image: alpine\n"})
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := writeTree(t, c.files)
+			projects := Load(context.Background(), Options{Paths: []string{dir, good}})
+			if len(projects) != 2 {
+				t.Fatalf("%d projects", len(projects))
+			}
+			if projects[1].Compose == nil || len(projects[1].Errors) > 0 {
+				t.Fatalf("the good project was not analysed: %v", projects[1].Errors)
+			}
+			errs := projects[0].Errors
+			if len(errs) == 0 {
+				t.Fatalf("no error")
+			}
+			e := errs[0]
+			if filepath.Base(e.File) != c.file || (c.line != 0 && e.Line != c.line) {
+				t.Errorf("error at %s, want %s:%d: %s", e.Pos, c.file, c.line, e.Msg)
+			}
+			if !strings.Contains(e.Msg, c.msg) || strings.Contains(e.Msg, "\n") {
+				t.Errorf("message %q does not say %q in one line", e.Msg, c.msg)
+			}
+		})
+	}
+}
+
+// TestPartialFile analyses an override file alone, as CI jobs check them, with a note.
+func TestPartialFile(t *testing.T) {
+	dir := writeTree(t, map[string]string{"gpu.yaml": "services:\n  app:\n    shm_size: 64m\n    deploy:\n      resources:\n        reservations:\n          devices: [{driver: nvidia, count: 1, capabilities: [gpu]}]\n"})
+	p := Load(context.Background(), Options{Paths: []string{filepath.Join(dir, "gpu.yaml")}})[0]
+	if len(p.Errors) > 0 || p.Compose == nil {
+		t.Fatalf("errors: %v", p.Errors)
+	}
+	if !strings.Contains(strings.Join(p.Notes, "\n"), "neither an image nor a build context") {
+		t.Errorf("no note about the partial file: %q", p.Notes)
+	}
+	if f := Check(p, Config{}); !hasFinding(f, "SHM011", "app") {
+		t.Errorf("the partial file was not analysed: %+v", f)
+	}
+	strict := Load(context.Background(), Options{Paths: []string{filepath.Join(dir, "gpu.yaml")}, StrictEnv: true})[0]
+	if len(strict.Errors) == 0 {
+		t.Error("--strict-env accepted a project docker compose refuses")
+	}
+}
+
+// TestUnsetVariables checks that missing secrets do not stop the analysis and that the keys
+// depending on them are marked, not guessed.
+func TestUnsetVariables(t *testing.T) {
+	t.Setenv("SHMDOCTOR_TEST_SET", "1g")
+	dir := writeTree(t, map[string]string{"compose.yaml": `services:
+  nim:
+    image: nvcr.io/nim/meta/llama3-8b-instruct:latest
+    shm_size: ${NIM_SHM}
+    mem_limit: ${MEM_LIMIT}
+    env_file: secrets.env
+    volumes:
+      - ${MODEL_DIRECTORY}:/opt/nim/.cache
+    environment:
+      NGC_API_KEY: ${NGC_API_KEY:?NGC_API_KEY is required}
+  ok:
+    image: alpine
+    shm_size: ${SHMDOCTOR_TEST_SET}
+    mem_limit: ${UNSET_WITH_DEFAULT:-4g}
+`})
+	p := Load(context.Background(), Options{Paths: []string{dir}})[0]
+	if len(p.Errors) > 0 {
+		t.Fatalf("errors: %v", p.Errors)
+	}
+	nim, ok := p.Plan("nim"), p.Plan("ok")
+	if nim.Configured != nil || nim.MemLimit != nil || nim.Predicted != nil {
+		t.Errorf("values of unset variables were guessed: %+v", nim)
+	}
+	if got := nim.DependsOn("shm_size"); len(got) != 1 || got[0] != "NIM_SHM" {
+		t.Errorf("shm_size depends on %v", got)
+	}
+	if got := nim.DependsOn("mem_limit"); len(got) != 1 || got[0] != "MEM_LIMIT" {
+		t.Errorf("mem_limit depends on %v", got)
+	}
+	if *ok.Configured != 1<<30 || *ok.MemLimit != 4<<30 || ok.Unresolved != nil {
+		t.Errorf("set and defaulted variables: %+v", ok)
+	}
+	notes := strings.Join(p.Notes, "\n")
+	for _, v := range []string{"NIM_SHM", "MEM_LIMIT", "MODEL_DIRECTORY", "NGC_API_KEY"} {
+		if !strings.Contains(notes, v) {
+			t.Errorf("notes do not name %s: %q", v, notes)
+		}
+	}
+	if strings.Contains(notes, "UNSET_WITH_DEFAULT") || strings.Contains(notes, "SHMDOCTOR_TEST_SET") {
+		t.Errorf("notes name variables that resolved: %q", notes)
+	}
+	if f := Check(p, Config{}); hasFinding(f, "SHM010", "nim") {
+		t.Errorf("SHM010 on a shm_size that only depends on an unset variable")
+	}
+	strict := Load(context.Background(), Options{Paths: []string{dir}, StrictEnv: true})[0]
+	if len(strict.Errors) == 0 || !strings.Contains(strict.Errors[0].Msg, "NGC_API_KEY") {
+		t.Errorf("--strict-env: %v", strict.Errors)
+	}
+}
