@@ -258,14 +258,7 @@ func (p *Project) load(ctx context.Context, t target, opts Options) {
 	if len(opts.Profiles) > 0 {
 		profiles = cli.WithProfiles(opts.Profiles)
 	}
-	var files []string
-	for _, f := range t.files {
-		if f == "-" {
-			files = append(files, f)
-			continue
-		}
-		files = append(files, f)
-	}
+	files := t.files
 	newOptions := func(consistent bool) (*cli.ProjectOptions, error) {
 		return cli.NewProjectOptions(files,
 			cli.WithWorkingDirectory(t.dir),

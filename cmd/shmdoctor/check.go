@@ -2,11 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -170,10 +169,8 @@ func (f *checkFlags) validate() (report.Renderer, analyze.Config, analyze.Severi
 	if f.quiet && f.verbose {
 		return nil, cfg, 0, usagef("--quiet and --verbose exclude each other")
 	}
-	for _, p := range f.load.Paths {
-		if p == "-" && len(f.load.Paths) > 1 && strings.Count(strings.Join(f.load.Paths, "\x00"), "-\x00") > 1 {
-			return nil, cfg, 0, usagef("standard input can be read once")
-		}
+	if len(slices.DeleteFunc(slices.Clone(f.load.Paths), func(p string) bool { return p != "-" })) > 1 {
+		return nil, cfg, 0, usagef("standard input can be read once: give - only once")
 	}
 	return render, cfg, failOn, nil
 }
@@ -196,5 +193,3 @@ func useColor(mode string, out io.Writer) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
-
-var errNoRule = errors.New("no such rule")

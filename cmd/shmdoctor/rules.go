@@ -36,7 +36,7 @@ func explain(_ context.Context, args []string, _ io.Reader, stdout, _ io.Writer)
 	}
 	r := analyze.RuleByID(args[0])
 	if r == nil {
-		return exitUsage, usagef("%s: %v (see shmdoctor rules)", args[0], errNoRule)
+		return exitUsage, usagef("%s: no such rule (see shmdoctor rules)", args[0])
 	}
 	fmt.Fprint(stdout, RuleDoc(r))
 	return exitClean, nil
