@@ -101,6 +101,8 @@ func (p *Project) plan(s *types.ServiceConfig) *ShmPlan {
 			plan.Ignored = append(plan.Ignored, IgnoredKey{ShmKey, "ipc is host: the host's /dev/shm is used"})
 		case SourceService, SourceContainer:
 			plan.Ignored = append(plan.Ignored, IgnoredKey{ShmKey, fmt.Sprintf("ipc joins %s: its /dev/shm is used", s.Ipc)})
+		case SourceNone:
+			plan.Ignored = append(plan.Ignored, IgnoredKey{ShmKey, "ipc is none: no /dev/shm is mounted"})
 		}
 	}
 	if plan.BuildShmSize != nil && plan.Configured == nil {

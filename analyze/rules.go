@@ -48,6 +48,19 @@ func memoryNote(p *ShmPlan, size int64) string {
 	return ""
 }
 
+// effectiveSize describes a plan's /dev/shm size in words, where no number is known.
+func effectiveSize(p *ShmPlan) string {
+	switch {
+	case p.Predicted != nil:
+		return FormatSize(*p.Predicted)
+	case p.HostShared():
+		return "the host's size"
+	case p.Mount != nil && p.Mount.Type == SourceTmpfs && p.DependsOn(p.Mount.Entry) == nil:
+		return "half the host's memory"
+	}
+	return "an unknown size"
+}
+
 func sizeOrUnknown(n *int64) string {
 	if n == nil {
 		return "unknown"

@@ -36,7 +36,11 @@ var shm002 = Rule{
 			if len(plan.Via) > 1 {
 				chain = " (through " + strings.Join(plan.Via[:len(plan.Via)-1], ", ") + ")"
 			}
-			msg = fmt.Sprintf("shm_size %s is ignored: ipc joins service %s%s, whose /dev/shm of %s is used", FormatSize(*plan.Configured), owner, chain, sizeOrUnknown(plan.Predicted))
+			size := effectiveSize(plan)
+			if o := p.Project.Plan(owner); o != nil && plan.Predicted == nil {
+				size = effectiveSize(o)
+			}
+			msg = fmt.Sprintf("shm_size %s is ignored: ipc joins service %s%s, whose /dev/shm (%s, %s) is used", FormatSize(*plan.Configured), owner, chain, p.Project.Owner(plan).Source, size)
 			fix = fmt.Sprintf("Remove shm_size here and set shm_size %s on service %s, which owns the namespace.", ComposeSize(*plan.Configured), owner)
 		}
 		p.Report(Finding{Pos: p.At(ShmKey), Message: msg, Remediation: fix, Related: []Pos{p.At("ipc")}})
