@@ -1,10 +1,13 @@
 package analyze
 
+import "fmt"
+
 // Rules is the registry, sorted by ID. Each rule lives in its own file.
 var Rules = []Rule{
 	shm001, shm002, shm003, shm004, shm005, shm006,
 	shm010, shm011, shm012, shm013, shm014,
 	shm020, shm030, shm040,
+	shm201, shm202, shm203, shm204, shm205,
 }
 
 // recommend is the shm_size to suggest for a plan: its target rounded up to a size people
@@ -66,4 +69,24 @@ func sizeOrUnknown(n *int64) string {
 		return "unknown"
 	}
 	return FormatSize(*n)
+}
+
+// writeFailure is the shared check of the write-probe rules: the probe's outcome, the
+// message that names it and the fix.
+func writeFailure(p *Pass, outcome WriteOutcome, what string) {
+	m := p.Measurement
+	if m == nil || m.Write == nil || m.Write.Outcome != outcome {
+		return
+	}
+	w := m.Write
+	size := friendly(max(w.TargetBytes, p.Plan.Target()))
+	fix := fmt.Sprintf("Give /dev/shm at least %s (shm_size: %s).%s", FormatSize(w.TargetBytes), ComposeSize(size), memoryNote(p.Plan, size))
+	if outcome == WriteOOMKilled {
+		fix = fmt.Sprintf("Raise the memory limit well above /dev/shm (at least %s plus what the process needs), or lower /dev/shm below the limit.", FormatSize(w.TargetBytes))
+	}
+	p.Report(Finding{
+		Pos:         sizingPos(p),
+		Message:     fmt.Sprintf("%s after writing %s of %s to /dev/shm", what, FormatSize(w.WrittenBytes), FormatSize(w.TargetBytes)),
+		Remediation: fix,
+	})
 }

@@ -1,0 +1,68 @@
+package analyze
+
+import "fmt"
+
+var shm201 = Rule{
+	ID:       "SHM201",
+	Name:     "measured-size-differs",
+	Severity: Warning,
+	Title:    "measured /dev/shm differs from the prediction",
+	Probe:    true,
+	Doc: Doc{
+		Rationale: "The probe started a throwaway container with the service's shared-memory settings and " +
+			"measured a /dev/shm more than 1% away from what the compose file predicts. The usual cause is " +
+			"a daemon `default-shm-size` in daemon.json (every service without `shm_size` gets it), or a " +
+			"case the static model gets wrong; either way the measurement is what the service will get.",
+		Problematic: "# daemon.json: {\"default-shm-size\": \"128M\"}\nservices:\n  app:\n    image: app   # predicted 64 MiB, measured 128 MiB\n",
+		Correct:     "services:\n  app:\n    image: app\n    shm_size: 1g   # explicit: the same on every daemon\n",
+		Exceptions:  "Hosts whose daemon default is deliberate: set `shm_size` explicitly so the stack does not depend on it.",
+		Sources:     []string{"dockerd reference, default-shm-size: https://docs.docker.com/reference/cli/dockerd/"},
+	},
+	Check: func(p *Pass) {
+		m, plan := p.Measurement, p.Plan
+		if m == nil || m.CreateError != "" || m.Error != "" || plan.Predicted == nil {
+			return
+		}
+		predicted := *plan.Predicted
+		measured := int64(0)
+		if m.Exists && m.MeasuredBytes != nil {
+			measured = *m.MeasuredBytes
+		}
+		if !m.Exists && predicted == 0 || m.Exists && m.MeasuredBytes == nil {
+			return
+		}
+		diff := measured - predicted
+		if diff < 0 {
+			diff = -diff
+		}
+		if float64(diff) <= 0.01*float64(max(predicted, 1)) {
+			return
+		}
+		why := "the model gets this case wrong"
+		switch {
+		case !m.Exists:
+			why = "the container has no /dev/shm"
+		case onDefault(plan) && plan.Mount == nil && len(plan.Via) == 0:
+			why = "the daemon's default-shm-size is not 64 MiB"
+		}
+		p.Report(Finding{
+			Pos:         sizingPos(p),
+			Message:     fmt.Sprintf("measured /dev/shm is %s, predicted %s (source %s): %s", FormatSize(measured), FormatSize(predicted), plan.Source, why),
+			Remediation: fmt.Sprintf("Trust the measurement; set shm_size explicitly (%s) so the service gets the same /dev/shm on every daemon.", ComposeSize(max(friendly(predicted), recommend(plan)))),
+		})
+	},
+}
+
+// sizingPos is the key that decides a plan's /dev/shm size: the mount, the ipc key of a
+// joiner, shm_size, or the service itself.
+func sizingPos(p *Pass) Pos {
+	switch {
+	case p.Plan.Mount != nil:
+		return p.MountPos()
+	case p.Plan.Source == SourceService || p.Plan.Source == SourceContainer || p.Plan.Source == SourceHost || p.Plan.Source == SourceNone:
+		return p.At("ipc")
+	case p.Plan.Configured != nil:
+		return p.At(ShmKey)
+	}
+	return p.ServicePos()
+}

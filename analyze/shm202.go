@@ -1,0 +1,19 @@
+package analyze
+
+var shm202 = Rule{
+	ID:       "SHM202",
+	Name:     "write-probe-enospc",
+	Severity: Error,
+	Title:    "write probe hit no space left on device",
+	Probe:    true,
+	Doc: Doc{
+		Rationale: "The probe wrote the service's need (declared, or its workload's minimum) into an unlinked " +
+			"file in /dev/shm with write(2) and got ENOSPC before the target: the same `No space left on " +
+			"device` the service will see.",
+		Problematic: "services:\n  db:\n    image: postgres:16   # 64 MiB /dev/shm, parallel query needs more\n",
+		Correct:     "services:\n  db:\n    image: postgres:16\n    shm_size: 256m\n",
+		Exceptions:  "A need declared larger than the service really uses: lower `x-shmdoctor.need`.",
+		Sources:     []string{"write(2), ENOSPC: https://man7.org/linux/man-pages/man2/write.2.html"},
+	},
+	Check: func(p *Pass) { writeFailure(p, WriteENOSPC, "no space left on device (ENOSPC)") },
+}

@@ -1,0 +1,19 @@
+package analyze
+
+var shm203 = Rule{
+	ID:       "SHM203",
+	Name:     "write-probe-sigbus",
+	Severity: Error,
+	Title:    "write probe got sigbus touching mapped /dev/shm pages",
+	Probe:    true,
+	Doc: Doc{
+		Rationale: "The probe mapped a file in /dev/shm truncated to the target and touched its pages: past " +
+			"the tmpfs size the kernel raises SIGBUS. This is how PyTorch DataLoader workers die " +
+			"(`DataLoader worker (pid N) is killed by signal: Bus error`).",
+		Problematic: "services:\n  trainer:\n    image: pytorch/pytorch\n    shm_size: 256m\n    x-shmdoctor: {need: 2g}\n",
+		Correct:     "services:\n  trainer:\n    image: pytorch/pytorch\n    shm_size: 2g\n    x-shmdoctor: {need: 2g}\n",
+		Exceptions:  "None.",
+		Sources:     []string{"mmap(2), SIGBUS: https://man7.org/linux/man-pages/man2/mmap.2.html"},
+	},
+	Check: func(p *Pass) { writeFailure(p, WriteSIGBUS, "bus error (SIGBUS)") },
+}

@@ -1,0 +1,29 @@
+package analyze
+
+var shm205 = Rule{
+	ID:       "SHM205",
+	Name:     "probe-create-failed",
+	Severity: Error,
+	Title:    "container could not be created with the service's settings",
+	Probe:    true,
+	Doc: Doc{
+		Rationale: "Docker refused to create or start a container with the service's shared-memory settings, " +
+			"so `docker compose up` fails the same way. The finding quotes Docker's own message, for " +
+			"example `non-shareable IPC (hint: use IpcMode:shareable for the donor container)`.",
+		Problematic: "services:\n  donor:\n    image: app\n  worker:\n    image: app\n    ipc: service:donor\n",
+		Correct:     "services:\n  donor:\n    image: app\n    ipc: shareable\n  worker:\n    image: app\n    ipc: service:donor\n",
+		Exceptions:  "None.",
+		Sources:     []string{"Docker run reference, --ipc: https://docs.docker.com/reference/cli/docker/container/run/#ipc"},
+	},
+	Check: func(p *Pass) {
+		m := p.Measurement
+		if m == nil || m.CreateError == "" {
+			return
+		}
+		p.Report(Finding{
+			Pos:         sizingPos(p),
+			Message:     "docker refused the service's settings: " + m.CreateError,
+			Remediation: "Fix the settings Docker names; docker compose up fails the same way.",
+		})
+	},
+}
