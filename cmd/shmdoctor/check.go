@@ -20,6 +20,8 @@ Usage:
   shmdoctor [flags] [PATH...]
   shmdoctor rules                 list the rules
   shmdoctor explain SHM001        print a rule's documentation
+  shmdoctor host [--need 8g]     describe the Docker host for onboarding scripts
+  shmdoctor probe --clean         remove probe images and leftover probe containers
   shmdoctor version
 
 With no PATH, the project is found as docker compose finds it: COMPOSE_FILE, or
@@ -27,6 +29,12 @@ compose.yaml / compose.yml / docker-compose.yaml / docker-compose.yml (plus the
 matching override file) in this folder or the nearest parent. A PATH may be a compose
 file, a folder (treated as docker compose treats its working folder, .env included),
 or - to read one compose file from standard input. Each PATH is its own project.
+
+When a Docker daemon answers (--probe auto), every service is then started in a
+throwaway container with the same shared-memory settings, from a probe image built
+locally from this binary (never pulled): the real /dev/shm is measured and a bounded
+write probe reproduces ENOSPC, SIGBUS or an OOM kill. Prediction and measurement are
+printed side by side; nothing is left behind.
 
 Examples:
   shmdoctor                                  # the project in this folder
@@ -102,6 +110,14 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 			rp.Findings = analyze.Check(p, cfg)
 		}
 		rep.Projects = append(rep.Projects, rp)
+	}
+	if f.probe != "never" && rep.Errors() == 0 || f.probe == "always" {
+		if err := probeAll(ctx, &f, rep, cfg); err != nil {
+			if ctx.Err() != nil {
+				return exitInterrupted, err
+			}
+			return exitUsage, fmt.Errorf("probe: %w", err)
+		}
 	}
 	if ctx.Err() != nil {
 		return exitInterrupted, ctx.Err()

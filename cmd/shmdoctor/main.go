@@ -85,5 +85,8 @@ func init() {
 		"rules":   rules,
 		"explain": explain,
 		"version": version,
+		"agent":   agent,
+		"probe":   probeCmd,
+		"host":    host,
 	}
 }

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/probe"
+	"github.com/shmdoctor/shmdoctor/report"
+)
+
+// probeAll measures every loaded project in throwaway containers and adds the measurement
+// findings. With --probe auto a daemon that does not answer is one line in the report; with
+// always it is an error.
+func probeAll(ctx context.Context, f *checkFlags, rep *report.Report, cfg analyze.Config) error {
+	c, closeClient, err := probe.NewClient(ctx)
+	if err == nil {
+		defer closeClient()
+		err = probe.Ping(ctx, c)
+	}
+	if err != nil {
+		if f.probe == "always" {
+			return err
+		}
+		rep.ProbeNote = "skipped: " + err.Error()
+		return nil
+	}
+	for _, rp := range rep.Projects {
+		if rp.Compose == nil || len(rp.Plans) == 0 {
+			continue
+		}
+		ms, err := probe.Run(ctx, c, rp.Plans, probe.Options{Project: rp.Name, WriteProbe: f.write, Timeout: f.probeWait})
+		if ms != nil {
+			rp.Measurements = ms
+			rp.Findings = append(rp.Findings, analyze.CheckMeasurements(rp.Project, cfg, ms)...)
+			analyze.SortFindings(rp.Findings)
+		}
+		if err != nil {
+			if ctx.Err() != nil || f.probe == "always" {
+				return err
+			}
+			rep.ProbeNote = fmt.Sprintf("project %s: %v", rp.Name, err)
+		}
+	}
+	return nil
+}
+
+// agent is the hidden subcommand run inside probe containers.
+func agent(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) (int, error) {
+	return probe.AgentMain(args, stdout, stderr), nil
+}
+
+const probeUsage = `Usage: shmdoctor probe --clean
+
+Removes the probe images (shmdoctor-probe:*) and any probe containers a crashed run left
+behind. Containers of a doctor probing right now are left alone.
+
+Flags:
+`
+
+// probeCmd is `shmdoctor probe --clean`.
+func probeCmd(ctx context.Context, args []string, _ io.Reader, stdout, _ io.Writer) (int, error) {
+	fs := pflag.NewFlagSet("probe", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	clean := fs.Bool("clean", false, "remove probe images and leftover probe containers")
+	help := fs.BoolP("help", "h", false, "show this help")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage, usagef("probe: %v", err)
+	}
+	if *help {
+		fmt.Fprint(stdout, probeUsage+fs.FlagUsages())
+		return exitClean, nil
+	}
+	if !*clean || fs.NArg() > 0 {
+		return exitUsage, usagef("probe: the only action is --clean (the probe itself runs with every check, see --probe)")
+	}
+	c, closeClient, err := probe.NewClient(ctx)
+	if err != nil {
+		return exitUsage, err
+	}
+	defer closeClient()
+	containers, images, err := probe.Clean(ctx, c)
+	fmt.Fprintf(stdout, "removed %d probe container(s) and %d probe image(s)\n", containers, images)
+	if err != nil {
+		return exitUsage, err
+	}
+	return exitClean, nil
+}
+
+const hostUsage = `Usage: shmdoctor host [--need SIZE] [--format text|json]
+
+Describes the Docker daemon for onboarding scripts: versions, platform, cgroup version,
+memory, the /dev/shm a new container gets and the host's own /dev/shm (both measured in
+throwaway containers), the default IPC mode and whether an NVIDIA runtime is configured.
+With --need, exits 1 when the host cannot give a container that much shared memory.
+
+Example:
+  shmdoctor host --need 8g || echo "this machine cannot train with 8 GiB of /dev/shm"
+
+Flags:
+`
+
+// host is `shmdoctor host`.
+func host(ctx context.Context, args []string, _ io.Reader, stdout, _ io.Writer) (int, error) {
+	fs := pflag.NewFlagSet("host", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	need := fs.String("need", "", "exit 1 unless a container can get this much /dev/shm, such as 8g")
+	format := fs.String("format", "text", "output format: text|json")
+	timeout := fs.Duration("probe-timeout", 60*time.Second, "time limit for the measurements")
+	help := fs.BoolP("help", "h", false, "show this help")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage, usagef("host: %v", err)
+	}
+	if *help {
+		fmt.Fprint(stdout, hostUsage+fs.FlagUsages())
+		return exitClean, nil
+	}
+	if *format != "text" && *format != "json" {
+		return exitUsage, usagef("host: unknown format %q: use text or json", *format)
+	}
+	var needBytes int64
+	if *need != "" {
+		n, err := analyze.ParseSize(*need)
+		if err != nil {
+			return exitUsage, usagef("host --need: %v", err)
+		}
+		needBytes = n
+	}
+	c, closeClient, err := probe.NewClient(ctx)
+	if err != nil {
+		return exitUsage, err
+	}
+	defer closeClient()
+	if err := probe.Ping(ctx, c); err != nil {
+		return exitUsage, err
+	}
+	info, err := probe.Host(ctx, c, probe.Options{Timeout: *timeout})
+	if err != nil {
+		return exitUsage, err
+	}
+	var verdict error
+	if needBytes > 0 {
+		verdict = canGive(info, needBytes)
+	}
+	if *format == "json" {
+		out := struct {
+			*probe.HostInfo
+			NeedBytes *int64 `json:"need_bytes,omitempty"`
+			CanGive   *bool  `json:"can_give,omitempty"`
+			Reason    string `json:"reason,omitempty"`
+		}{HostInfo: info}
+		if needBytes > 0 {
+			ok := verdict == nil
+			out.NeedBytes, out.CanGive = &needBytes, &ok
+			if verdict != nil {
+				out.Reason = verdict.Error()
+			}
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return exitUsage, err
+		}
+	} else {
+		printHost(stdout, info, needBytes, verdict)
+	}
+	if verdict != nil {
+		return exitFindings, nil
+	}
+	return exitClean, nil
+}
+
+// canGive decides --need: the host's memory must back it, and where the daemon gives no
+// private /dev/shm (a host without shm support) the host's own /dev/shm must hold it.
+func canGive(info *probe.HostInfo, need int64) error {
+	if err := info.CanGive(need); err != nil {
+		return err
+	}
+	if info.DefaultShmBytes == nil {
+		return errors.New("the default /dev/shm of a container could not be measured")
+	}
+	return nil
+}
+
+func printHost(w io.Writer, h *probe.HostInfo, need int64, verdict error) {
+	size := func(n *int64) string {
+		if n == nil {
+			return "not measured"
+		}
+		return analyze.FormatSize(*n)
+	}
+	rows := [][2]string{
+		{"daemon", fmt.Sprintf("%s (Docker %s, API %s negotiated, daemon up to %s)", h.DaemonHost, h.ServerVersion, h.APIVersion, h.DaemonAPIVersion)},
+		{"platform", fmt.Sprintf("%s/%s, %s, kernel %s", h.OS, h.Arch, h.OperatingSystem, h.KernelVersion)},
+		{"cgroup", fmt.Sprintf("v%s (%s driver), storage %s", h.CgroupVersion, h.CgroupDriver, h.StorageDriver)},
+		{"memory", fmt.Sprintf("%s total, %s available, %d CPUs", analyze.FormatSize(h.MemTotalBytes), size(h.MemAvailableBytes), h.CPUs)},
+		{"default /dev/shm", fmt.Sprintf("%s (%s %s, measured in a new container)", size(h.DefaultShmBytes), h.DefaultShmFSType, h.DefaultShmSource)},
+		{"default ipc mode", h.DefaultIPCMode},
+		{"host /dev/shm", fmt.Sprintf("%s, %s free (measured with ipc: host)", size(h.HostShmBytes), size(h.HostShmFreeBytes))},
+		{"nvidia runtime", fmt.Sprintf("%t (runtimes: %s; default %s)", h.NVIDIARuntime, strings.Join(h.Runtimes, ", "), h.DefaultRuntime)},
+	}
+	for _, r := range rows {
+		fmt.Fprintf(w, "%-17s %s\n", r[0]+":", r[1])
+	}
+	for _, e := range h.Errors {
+		fmt.Fprintf(w, "%-17s %s\n", "not measured:", e)
+	}
+	if need > 0 {
+		if verdict != nil {
+			fmt.Fprintf(w, "\nneed %s: NO, %v\n", analyze.FormatSize(need), verdict)
+		} else {
+			fmt.Fprintf(w, "\nneed %s: yes, set shm_size: %s on the service\n", analyze.FormatSize(need), analyze.ComposeSize(need))
+		}
+	}
+}

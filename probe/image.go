@@ -1,0 +1,275 @@
+package probe
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"debug/elf"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/client"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+// EmbeddedAgents holds static linux agent binaries keyed by platform ("linux/amd64",
+// "linux/arm64"). Release builds fill it (for example from a file generated with
+// `CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build ./cmd/shmdoctor`), so that a doctor running
+// on macOS, Windows or another architecture can still probe a Linux daemon. The doctor's own
+// binary is used instead whenever it is a static Linux executable for the daemon's
+// architecture.
+var EmbeddedAgents map[string][]byte
+
+const (
+	// ImageRepository is the repository of the probe images; the tag is the first 12 hex
+	// digits of the agent binary's sha256.
+	ImageRepository = "shmdoctor-probe"
+	// LabelImage marks probe images; its value is the agent binary's full sha256.
+	LabelImage = "io.shmdoctor.probe-image"
+	// agentPath is where the agent binary lives in the image.
+	agentPath = "/shmdoctor"
+)
+
+// agentBinary is the agent chosen for the daemon's platform.
+type agentBinary struct {
+	data     []byte
+	digest   string // hex sha256
+	platform string // linux/amd64
+	from     string // the file it was read from, or "embedded"
+}
+
+func (a *agentBinary) ref() string { return ImageRepository + ":" + a.digest[:12] }
+
+// daemonPlatform maps the daemon's Info OSType and Architecture to GOOS/GOARCH.
+func daemonPlatform(osType, arch string) (goos, goarch string) {
+	goos = strings.ToLower(osType)
+	switch strings.ToLower(arch) {
+	case "x86_64", "amd64":
+		goarch = "amd64"
+	case "aarch64", "arm64":
+		goarch = "arm64"
+	case "armv7l", "armv6l", "armhf", "arm":
+		goarch = "arm"
+	case "i386", "i686", "386":
+		goarch = "386"
+	case "ppc64le":
+		goarch = "ppc64le"
+	case "s390x":
+		goarch = "s390x"
+	case "riscv64":
+		goarch = "riscv64"
+	default:
+		goarch = strings.ToLower(arch)
+	}
+	return goos, goarch
+}
+
+var elfMachines = map[elf.Machine]string{
+	elf.EM_X86_64:  "amd64",
+	elf.EM_AARCH64: "arm64",
+	elf.EM_ARM:     "arm",
+	elf.EM_386:     "386",
+	elf.EM_PPC64:   "ppc64le",
+	elf.EM_S390:    "s390x",
+	elf.EM_RISCV:   "riscv64",
+}
+
+// staticLinuxArch reports the GOARCH of a static Linux ELF executable, or why data is not one.
+func staticLinuxArch(data []byte) (string, error) {
+	f, err := elf.NewFile(bytes.NewReader(data))
+	if err != nil {
+		return "", errors.New("not an ELF executable")
+	}
+	defer f.Close()
+	if f.OSABI != elf.ELFOSABI_NONE && f.OSABI != elf.ELFOSABI_LINUX {
+		return "", fmt.Errorf("an ELF executable for %v, not linux", f.OSABI)
+	}
+	if f.Type != elf.ET_EXEC && f.Type != elf.ET_DYN {
+		return "", fmt.Errorf("an ELF %v, not an executable", f.Type)
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return "", errors.New("dynamically linked (built with cgo)")
+		}
+	}
+	arch, ok := elfMachines[f.Machine]
+	if !ok {
+		return "", fmt.Errorf("built for %v", f.Machine)
+	}
+	if arch == "ppc64le" && f.ByteOrder.String() != "LittleEndian" {
+		arch = "ppc64"
+	}
+	return arch, nil
+}
+
+// selectAgent picks the agent for the daemon's platform: the doctor's own binary when it is a
+// static Linux executable for that architecture, else an embedded agent.
+func selectAgent(binary, goos, goarch string) (*agentBinary, error) {
+	platform := goos + "/" + goarch
+	if goos != "linux" {
+		return nil, fmt.Errorf("the Docker daemon runs %s containers; the probe needs a linux daemon", goos)
+	}
+	var why string
+	if binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("finding the doctor's own binary: %w", err)
+		}
+		binary = exe
+	}
+	data, err := readBinary(binary)
+	if err != nil {
+		why = err.Error()
+	} else if arch, err := staticLinuxArch(data); err != nil {
+		why = fmt.Sprintf("%s is %v", binary, err)
+	} else if arch != goarch {
+		why = fmt.Sprintf("%s is a linux/%s executable", binary, arch)
+	} else {
+		return newAgentBinary(data, platform, binary), nil
+	}
+	if data, ok := EmbeddedAgents[platform]; ok && len(data) > 0 {
+		return newAgentBinary(data, platform, "embedded"), nil
+	}
+	return nil, fmt.Errorf("no probe agent for the daemon's platform %s: %s and this build embeds no agent for it; "+
+		"build the doctor with CGO_ENABLED=0 GOOS=linux GOARCH=%s go build ./cmd/shmdoctor and run that binary, "+
+		"or use a release build (they embed agents for linux/amd64 and linux/arm64)", platform, why, goarch)
+}
+
+var binaryCache sync.Map // path → []byte
+
+func readBinary(path string) ([]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the agent binary: %w", err)
+	}
+	key := fmt.Sprintf("%s\x00%d\x00%d", path, st.Size(), st.ModTime().UnixNano())
+	if v, ok := binaryCache.Load(key); ok {
+		return v.([]byte), nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the agent binary: %w", err)
+	}
+	binaryCache.Store(key, data)
+	return data, nil
+}
+
+func newAgentBinary(data []byte, platform, from string) *agentBinary {
+	sum := sha256.Sum256(data)
+	return &agentBinary{data: data, digest: hex.EncodeToString(sum[:]), platform: platform, from: from}
+}
+
+// Image returns the probe image for the daemon's platform, importing it when the daemon
+// lacks it: a scratch image holding the agent at /shmdoctor with the entrypoint
+// `/shmdoctor agent`, tagged ImageRepository:<first 12 hex digits of the binary's sha256>.
+// binary is the doctor's own binary (default os.Executable()); EmbeddedAgents are used when
+// it is not a static Linux executable for the daemon's architecture. Benchmarks and the
+// compose conformance test run this image directly.
+func Image(ctx context.Context, c Client, binary string) (string, error) {
+	info, err := c.Info(ctx, client.InfoOptions{})
+	if err != nil {
+		return "", fmt.Errorf("reading daemon info: %s", reason(err))
+	}
+	goos, goarch := daemonPlatform(info.Info.OSType, info.Info.Architecture)
+	agent, err := selectAgent(binary, goos, goarch)
+	if err != nil {
+		return "", err
+	}
+	return ensureImage(ctx, c, agent)
+}
+
+// imageLocks serialises builds of one image within this process.
+var imageLocks sync.Map // ref → *sync.Mutex
+
+// ensureImage returns the probe image for agent, importing it when the daemon lacks it. It
+// never pulls: the image is a scratch image holding only the agent binary.
+func ensureImage(ctx context.Context, c Client, agent *agentBinary) (string, error) {
+	ref := agent.ref()
+	mu, _ := imageLocks.LoadOrStore(ref, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
+
+	if _, err := c.ImageInspect(ctx, ref); err == nil {
+		return ref, nil
+	} else if !cerrdefs.IsNotFound(err) {
+		return "", fmt.Errorf("inspecting probe image %s: %w", ref, err)
+	}
+
+	layer, err := agentLayer(agent.data)
+	if err != nil {
+		return "", err
+	}
+	goos, goarch, _ := strings.Cut(agent.platform, "/")
+	rc, err := c.ImageImport(ctx, client.ImageImportSource{Source: bytes.NewReader(layer), SourceName: "-"}, ref, client.ImageImportOptions{
+		Message: "shmdoctor probe agent (" + agent.from + ")",
+		Changes: []string{
+			`ENTRYPOINT ["` + agentPath + `", "agent"]`,
+			"LABEL " + LabelImage + "=" + agent.digest,
+		},
+		Platform: ocispec.Platform{OS: goos, Architecture: goarch},
+	})
+	if err != nil {
+		return "", fmt.Errorf("importing probe image %s: %s", ref, dockerMessage(err))
+	}
+	defer rc.Close()
+	if err := readJSONStream(rc); err != nil {
+		return "", fmt.Errorf("importing probe image %s: %w", ref, err)
+	}
+	if _, err := c.ImageInspect(ctx, ref); err != nil {
+		return "", fmt.Errorf("importing probe image %s: the image is missing afterwards: %s", ref, dockerMessage(err))
+	}
+	return ref, nil
+}
+
+// agentLayer is a tar holding the agent at /shmdoctor: the whole root filesystem.
+func agentLayer(bin []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	mtime := time.Unix(0, 0)
+	if err := tw.WriteHeader(&tar.Header{
+		Name: strings.TrimPrefix(agentPath, "/"), Mode: 0o755, Size: int64(len(bin)),
+		Typeflag: tar.TypeReg, ModTime: mtime, Format: tar.FormatPAX,
+	}); err != nil {
+		return nil, fmt.Errorf("building the probe image layer: %w", err)
+	}
+	if _, err := tw.Write(bin); err != nil {
+		return nil, fmt.Errorf("building the probe image layer: %w", err)
+	}
+	if err := tw.Close(); err != nil {
+		return nil, fmt.Errorf("building the probe image layer: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// readJSONStream drains a daemon progress stream and returns the first error it reports.
+func readJSONStream(r io.Reader) error {
+	dec := json.NewDecoder(r)
+	for {
+		var msg struct {
+			Error       string `json:"error"`
+			ErrorDetail *struct {
+				Message string `json:"message"`
+			} `json:"errorDetail"`
+		}
+		if err := dec.Decode(&msg); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("reading the daemon's answer: %w", err)
+		}
+		if msg.ErrorDetail != nil && msg.ErrorDetail.Message != "" {
+			return errors.New(msg.ErrorDetail.Message)
+		}
+		if msg.Error != "" {
+			return errors.New(msg.Error)
+		}
+	}
+}

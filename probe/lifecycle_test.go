@@ -1,0 +1,270 @@
+//go:build linux
+
+package probe
+
+import (
+	"context"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/system"
+	"github.com/moby/moby/client"
+
+	"github.com/shmdoctor/shmdoctor/analyze"
+)
+
+// leftover creates a probe container of another (crashed) run, never started.
+func leftover(t *testing.T, project, runID string) string {
+	t.Helper()
+	c := daemon(t)
+	ctx := context.Background()
+	agent, err := selectAgent(testAgent, "linux", "amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	image, err := ensureImage(ctx, c, agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{Image: image, Config: &container.Config{
+		Labels: map[string]string{LabelProbe: runID, LabelProject: project},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = c.ContainerRemove(context.Background(), res.ID, client.ContainerRemoveOptions{Force: true})
+	})
+	return res.ID
+}
+
+func exists(t *testing.T, id string) bool {
+	t.Helper()
+	_, err := daemon(t).ContainerInspect(context.Background(), id, client.ContainerInspectOptions{})
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+// TestClean: `shmdoctor probe --clean` removes a crashed run's leftover and the probe image,
+// and leaves a live run's container alone. Not parallel: it removes every probe image.
+func TestClean(t *testing.T) {
+	o := testOptions(t)
+	id := leftover(t, o.Project, "crashed")
+	saved := cleanGrace
+	t.Cleanup(func() { cleanGrace = saved })
+	cleanGrace = 2 * time.Second
+	time.Sleep(3100 * time.Millisecond)
+	young := leftover(t, o.Project, "live-run")
+	containers, _, err := Clean(context.Background(), daemon(t))
+	if err != nil {
+		t.Fatalf("Clean: %v", err)
+	}
+	if containers < 1 || exists(t, id) {
+		t.Errorf("Clean removed %d containers; leftover still there: %v", containers, exists(t, id))
+	}
+	// The image a live run's container uses stays until that run is over.
+	if !exists(t, young) {
+		t.Error("Clean removed a container created a moment ago (a live run's)")
+	}
+	_, _ = daemon(t).ContainerRemove(context.Background(), young, client.ContainerRemoveOptions{Force: true})
+	if _, images, err := Clean(context.Background(), daemon(t)); err != nil || images < 1 {
+		t.Errorf("second Clean: %d images, %v", images, err)
+	}
+	f := make(client.Filters).Add("label", LabelImage)
+	if list, err := daemon(t).ImageList(context.Background(), client.ImageListOptions{Filters: f}); err != nil || len(list.Items) > 0 {
+		t.Errorf("probe images after Clean: %v %v", list.Items, err)
+	}
+
+	// The image comes back on demand, built from the binary and never pulled.
+	ref, err := Image(context.Background(), daemon(t), testAgent)
+	if err != nil {
+		t.Fatalf("Image: %v", err)
+	}
+	img, err := daemon(t).ImageInspect(context.Background(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent, _ := selectAgent(testAgent, "linux", "amd64")
+	if cfg := img.Config; cfg == nil || strings.Join(cfg.Entrypoint, " ") != "/shmdoctor agent" || cfg.Labels[LabelImage] != agent.digest || ref != agent.ref() {
+		t.Errorf("image %s: config %+v", ref, img.Config)
+	}
+}
+
+func TestSSHDialer(t *testing.T) {
+	if _, err := sshDialer("ssh://user@build-host:2222"); err != nil {
+		t.Errorf("ssh://user@build-host:2222: %v", err)
+	}
+	for _, bad := range []string{"ssh://", "ssh://host/path"} {
+		if _, err := sshDialer(bad); err == nil {
+			t.Errorf("%s: want an error", bad)
+		}
+	}
+}
+
+// TestStaleLeftovers: a run removes other runs' containers older than the stale age and
+// leaves younger ones (a live run's) alone. Not parallel: it removes old containers of any run.
+func TestStaleLeftovers(t *testing.T) {
+	o := testOptions(t)
+	o.staleAge = 2 * time.Second
+	o.WriteProbe = "off"
+	old := leftover(t, o.Project, "crashed-old")
+	time.Sleep(3100 * time.Millisecond)
+	live := leftover(t, o.Project, "live-other-run")
+	ms := run(t, o, &analyze.ShmPlan{Service: "a", Source: analyze.SourcePrivate, Predicted: i64(64 * mib)})
+	assertSize(t, "a", ms["a"], 64*mib)
+	if exists(t, old) {
+		t.Error("the stale leftover was not removed")
+	}
+	if !exists(t, live) {
+		t.Error("a live run's container was removed")
+	}
+}
+
+// TestContextClient: a client built from a docker CLI context (config currentContext) that
+// points at this daemon answers; one pointing nowhere names its address in the error.
+func TestContextClient(t *testing.T) {
+	host := daemon(t).DaemonHost()
+	dir := t.TempDir()
+	t.Setenv("DOCKER_CONFIG", dir)
+	t.Setenv("DOCKER_HOST", "")
+	t.Setenv("DOCKER_CONTEXT", "")
+	writeContext(t, dir, "here", host, false)
+	writeContext(t, dir, "nowhere", "unix:///nonexistent/docker.sock", false)
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"currentContext":"here"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, closeClient, err := NewClient(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeClient()
+	if err := Ping(context.Background(), c); err != nil {
+		t.Errorf("context here: %v", err)
+	}
+	if c.ClientVersion() == "" {
+		t.Error("no API version negotiated")
+	}
+	t.Setenv("DOCKER_CONTEXT", "nowhere")
+	c2, close2, err := NewClient(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer close2()
+	if err := Ping(context.Background(), c2); err == nil || !strings.Contains(err.Error(), "unix:///nonexistent/docker.sock") {
+		t.Errorf("context nowhere: %v", err)
+	}
+}
+
+// dyingDaemon is a fake Client for the one case the real daemon cannot be made to do on
+// demand in a test: stop answering in the middle of a probe. It answers until a container
+// has started, then every call fails as a dead daemon's would. Every other test uses the
+// real daemon.
+type dyingDaemon struct {
+	Client // nil: a call the fake does not expect panics
+
+	mu       sync.Mutex
+	dead     bool
+	started  []string
+	removals int
+}
+
+func (d *dyingDaemon) refused() error {
+	return &net.OpError{Op: "dial", Net: "unix", Addr: &net.UnixAddr{Name: "/var/run/docker.sock", Net: "unix"}, Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+}
+
+func (d *dyingDaemon) isDead() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.dead
+}
+
+func (d *dyingDaemon) DaemonHost() string    { return "unix:///var/run/docker.sock" }
+func (d *dyingDaemon) ClientVersion() string { return "1.41" }
+
+func (d *dyingDaemon) Ping(context.Context, client.PingOptions) (client.PingResult, error) {
+	if d.isDead() {
+		return client.PingResult{}, d.refused()
+	}
+	return client.PingResult{APIVersion: "1.41", OSType: "linux"}, nil
+}
+
+func (d *dyingDaemon) Info(context.Context, client.InfoOptions) (client.SystemInfoResult, error) {
+	return client.SystemInfoResult{Info: system.Info{OSType: "linux", Architecture: "x86_64", SystemTime: time.Now().Format(time.RFC3339Nano)}}, nil
+}
+
+func (d *dyingDaemon) ImageInspect(context.Context, string, ...client.ImageInspectOption) (client.ImageInspectResult, error) {
+	return client.ImageInspectResult{}, nil
+}
+
+func (d *dyingDaemon) ContainerList(context.Context, client.ContainerListOptions) (client.ContainerListResult, error) {
+	if d.isDead() {
+		return client.ContainerListResult{}, d.refused()
+	}
+	return client.ContainerListResult{}, nil
+}
+
+func (d *dyingDaemon) ContainerCreate(_ context.Context, o client.ContainerCreateOptions) (client.ContainerCreateResult, error) {
+	if d.isDead() {
+		return client.ContainerCreateResult{}, d.refused()
+	}
+	return client.ContainerCreateResult{ID: "c-" + o.Config.Labels[LabelService]}, nil
+}
+
+func (d *dyingDaemon) ContainerStart(_ context.Context, id string, _ client.ContainerStartOptions) (client.ContainerStartResult, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.dead {
+		return client.ContainerStartResult{}, d.refused()
+	}
+	d.started = append(d.started, id)
+	d.dead = true // the daemon dies right after starting the probe
+	return client.ContainerStartResult{}, nil
+}
+
+func (d *dyingDaemon) ContainerWait(context.Context, string, client.ContainerWaitOptions) client.ContainerWaitResult {
+	// The wait stream is cut in the middle, as when dockerd exits.
+	errC := make(chan error, 1)
+	errC <- io.ErrUnexpectedEOF
+	return client.ContainerWaitResult{Result: make(chan container.WaitResponse), Error: errC}
+}
+
+func (d *dyingDaemon) ContainerRemove(context.Context, string, client.ContainerRemoveOptions) (client.ContainerRemoveResult, error) {
+	d.mu.Lock()
+	d.removals++
+	d.mu.Unlock()
+	return client.ContainerRemoveResult{}, d.refused()
+}
+
+// TestDaemonDies: a daemon that stops answering mid-probe ends the run promptly, with the
+// service's error saying so and the run's error saying the container could not be removed
+// and how it will be.
+func TestDaemonDies(t *testing.T) {
+	t.Parallel()
+	d := &dyingDaemon{}
+	start := time.Now()
+	ms, err := Run(context.Background(), d, []*analyze.ShmPlan{{Service: "a", Predicted: i64(64 * mib)}}, Options{Binary: testAgent, Parallel: 1})
+	if time.Since(start) > 10*time.Second {
+		t.Errorf("Run took %v", time.Since(start))
+	}
+	if err == nil || !strings.Contains(err.Error(), "removing probe containers") || !strings.Contains(err.Error(), "next run") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("Run: %v, want a one-line error about removing the containers", err)
+	}
+	if m := ms["a"]; m == nil || !strings.Contains(m.Error, "stopped answering") {
+		t.Errorf("a: %+v, want an error saying the daemon stopped answering", m)
+	}
+	if d.removals == 0 || len(d.started) != 1 {
+		t.Errorf("started %v, removal attempts %d", d.started, d.removals)
+	}
+	t.Logf("Run: %v; a: %s", err, ms["a"].Error)
+}

@@ -1,0 +1,411 @@
+//go:build linux
+
+package probe
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+	"golang.org/x/sys/unix"
+
+	"github.com/shmdoctor/shmdoctor/analyze"
+)
+
+// hostShm is the size of this machine's /dev/shm: the daemon runs here, so a container
+// with ipc: host or a bind of /dev/shm must see the same.
+func hostShm(t *testing.T) int64 {
+	t.Helper()
+	var s unix.Statfs_t
+	if err := unix.Statfs("/dev/shm", &s); err != nil {
+		t.Fatalf("statfs /dev/shm: %v", err)
+	}
+	return int64(s.Blocks) * s.Frsize
+}
+
+func memTotal(t *testing.T) int64 {
+	t.Helper()
+	total, _, err := meminfo()
+	if err != nil || total == nil {
+		t.Fatalf("meminfo: %v", err)
+	}
+	return *total
+}
+
+// assertSize checks the measured /dev/shm against want within 1% (SHM201's tolerance).
+func assertSize(t *testing.T, name string, m *analyze.Measurement, want int64) {
+	t.Helper()
+	if m == nil {
+		t.Errorf("%s: no measurement", name)
+		return
+	}
+	if m.Error != "" || m.CreateError != "" {
+		t.Errorf("%s: error %q, create error %q", name, m.Error, m.CreateError)
+		return
+	}
+	if !m.Exists || m.MeasuredBytes == nil {
+		t.Errorf("%s: /dev/shm missing: %s", name, describe(m))
+		return
+	}
+	got := *m.MeasuredBytes
+	if d := got - want; d > want/100 || -d > want/100 {
+		t.Errorf("%s: measured %s (%d), predicted %s (%d)", name, analyze.FormatSize(got), got, analyze.FormatSize(want), want)
+	}
+}
+
+func assertWrite(t *testing.T, name string, m *analyze.Measurement, outcome analyze.WriteOutcome) *analyze.Write {
+	t.Helper()
+	if m == nil || m.Write == nil {
+		t.Fatalf("%s: no write probe result", name)
+	}
+	if m.Write.Outcome != outcome {
+		t.Errorf("%s: write outcome %s, want %s (%s)", name, m.Write.Outcome, outcome, describe(m))
+	}
+	return m.Write
+}
+
+// TestIPCModes: private (daemon default and explicit), shm_size, shareable, host and none,
+// all in one run, each measured size equal to the prediction.
+func TestIPCModes(t *testing.T) {
+	t.Parallel()
+	o := testOptions(t)
+	o.WriteMode = "write"
+	ms := run(t, o,
+		&analyze.ShmPlan{Service: "default", Source: analyze.SourcePrivate, Predicted: i64(64 * mib)},
+		&analyze.ShmPlan{Service: "private-256m", IPC: "private", Source: analyze.SourcePrivate, Configured: i64(256 * mib), Predicted: i64(256 * mib)},
+		&analyze.ShmPlan{Service: "shm-size-0", Source: analyze.SourcePrivate, Configured: i64(0), Predicted: i64(64 * mib)},
+		&analyze.ShmPlan{Service: "shareable-32m", IPC: "shareable", Source: analyze.SourceShareable, Configured: i64(32 * mib), Predicted: i64(32 * mib)},
+		&analyze.ShmPlan{Service: "host", IPC: "host", Source: analyze.SourceHost, Configured: i64(2 * gib)},
+		&analyze.ShmPlan{Service: "none", IPC: "none", Source: analyze.SourceNone, Configured: i64(256 * mib)},
+	)
+	assertSize(t, "default", ms["default"], 64*mib)
+	assertSize(t, "private-256m", ms["private-256m"], 256*mib)
+	assertSize(t, "shm-size-0", ms["shm-size-0"], 64*mib)
+	assertSize(t, "shareable-32m", ms["shareable-32m"], 32*mib)
+	assertSize(t, "host", ms["host"], hostShm(t)) // shm_size 2g is ignored
+
+	for _, name := range []string{"default", "private-256m", "shareable-32m"} {
+		w := assertWrite(t, name, ms[name], analyze.WriteOK)
+		if w.WrittenBytes != w.TargetBytes || w.GBps <= 0 {
+			t.Errorf("%s: wrote %d of %d at %.2f GB/s", name, w.WrittenBytes, w.TargetBytes, w.GBps)
+		}
+	}
+	if m := ms["default"]; m.FSType != "tmpfs" || m.MountSource != "shm" || !strings.Contains(m.MountOptions, "size=65536k") {
+		t.Errorf("default: fs %q source %q options %q, want tmpfs, shm, size=65536k", m.FSType, m.MountSource, m.MountOptions)
+	}
+	// Where /dev/shm is the host's, the write probe is capped at 256 MiB.
+	if w := assertWrite(t, "host", ms["host"], analyze.WriteOK); w.TargetBytes != 256*mib || !strings.Contains(w.Reason, "capped") {
+		t.Errorf("host: write target %s (%q), want 256MiB capped", analyze.FormatSize(w.TargetBytes), w.Reason)
+	}
+	none := ms["none"]
+	if none.Exists || none.MeasuredBytes != nil || none.Error != "" || none.CreateError != "" {
+		t.Errorf("none: want no /dev/shm and no error, got %s", describe(none))
+	}
+	assertWrite(t, "none", none, analyze.WriteSkipped)
+}
+
+// TestMounts: a mount at /dev/shm wins over shm_size in every form compose can declare it.
+func TestMounts(t *testing.T) {
+	t.Parallel()
+	o := testOptions(t)
+	o.WriteProbe = "off"
+	c := daemon(t)
+	ctx := context.Background()
+
+	vol := "shmdoctor-test-" + newRunID()
+	if _, err := c.VolumeCreate(ctx, client.VolumeCreateOptions{Name: vol, Labels: map[string]string{LabelProbe: "test"}}); err != nil {
+		t.Fatalf("creating test volume: %v", err)
+	}
+	t.Cleanup(func() { _, _ = c.VolumeRemove(context.Background(), vol, client.VolumeRemoveOptions{Force: true}) })
+	missing := "shmdoctor-missing-" + newRunID()
+
+	ms := run(t, o,
+		&analyze.ShmPlan{Service: "tmpfs-entry", Source: analyze.SourceTmpfs, Configured: i64(2 * gib), Predicted: i64(256 * mib),
+			Mount: &analyze.Mount{Type: analyze.SourceTmpfs, Size: i64(256 * mib), Entry: "tmpfs"}},
+		&analyze.ShmPlan{Service: "tmpfs-volume", Source: analyze.SourceTmpfs, Predicted: i64(128 * mib),
+			Mount: &analyze.Mount{Type: analyze.SourceTmpfs, Size: i64(128 * mib), Entry: "volumes"}},
+		&analyze.ShmPlan{Service: "tmpfs-nosize", Source: analyze.SourceTmpfs,
+			Mount: &analyze.Mount{Type: analyze.SourceTmpfs, Entry: "tmpfs"}},
+		&analyze.ShmPlan{Service: "ipc-host-tmpfs", IPC: "host", Source: analyze.SourceTmpfs, Predicted: i64(64 * mib),
+			Mount: &analyze.Mount{Type: analyze.SourceTmpfs, Size: i64(64 * mib), Entry: "volumes"}},
+		&analyze.ShmPlan{Service: "bind-shm", Source: analyze.SourceBind,
+			Mount: &analyze.Mount{Type: analyze.SourceBind, Source: "/dev/shm", Entry: "volumes"}},
+		&analyze.ShmPlan{Service: "volume", Source: analyze.SourceVolume,
+			Mount: &analyze.Mount{Type: analyze.SourceVolume, Source: vol, Entry: "volumes"}},
+		&analyze.ShmPlan{Service: "volume-missing", Source: analyze.SourceVolume,
+			Mount: &analyze.Mount{Type: analyze.SourceVolume, Source: missing, Entry: "volumes"}},
+		&analyze.ShmPlan{Service: "bind-missing", Source: analyze.SourceBind,
+			Mount: &analyze.Mount{Type: analyze.SourceBind, Source: "/nonexistent/shmdoctor-" + newRunID(), Entry: "volumes"}},
+	)
+	assertSize(t, "tmpfs-entry", ms["tmpfs-entry"], 256*mib)
+	assertSize(t, "tmpfs-volume", ms["tmpfs-volume"], 128*mib)
+	assertSize(t, "tmpfs-nosize", ms["tmpfs-nosize"], memTotal(t)/2) // the kernel default: half the RAM
+	assertSize(t, "ipc-host-tmpfs", ms["ipc-host-tmpfs"], 64*mib)
+	assertSize(t, "bind-shm", ms["bind-shm"], hostShm(t))
+	for _, name := range []string{"tmpfs-entry", "tmpfs-volume", "tmpfs-nosize"} {
+		if m := ms[name]; m.FSType != "tmpfs" {
+			t.Errorf("%s: fs type %q, want tmpfs", name, m.FSType)
+		}
+	}
+
+	v := ms["volume"]
+	if !v.Exists || v.MeasuredBytes == nil || v.Error != "" || v.CreateError != "" || !strings.Contains(v.MountOptions, "ro") {
+		t.Errorf("volume: want a read-only measurement, got %s", describe(v))
+	}
+	if m := ms["volume-missing"]; m.Error == "" || !strings.Contains(m.Error, "does not exist") || m.CreateError != "" {
+		t.Errorf("volume-missing: want an error saying it does not exist, got %s", describe(m))
+	}
+	if _, err := c.VolumeInspect(ctx, missing, client.VolumeInspectOptions{}); err == nil {
+		_, _ = c.VolumeRemove(ctx, missing, client.VolumeRemoveOptions{Force: true})
+		t.Errorf("the probe created the missing volume %s", missing)
+	}
+	if m := ms["bind-missing"]; !strings.Contains(m.Error, "does not exist") || m.CreateError != "" {
+		t.Errorf("bind-missing: want an error saying it does not exist, got %s", describe(m))
+	}
+}
+
+// TestDonorChain: ipc: service: joiners measure their donor's /dev/shm, through two hops,
+// and the donor stays up until they are done.
+func TestDonorChain(t *testing.T) {
+	t.Parallel()
+	o := testOptions(t)
+	o.WriteMode = "write"
+	ms := run(t, o,
+		&analyze.ShmPlan{Service: "joiner2", IPC: "service:joiner", Source: analyze.SourceService, Donor: "donor", Via: []string{"joiner", "donor"},
+			Configured: i64(2 * gib), Predicted: i64(128 * mib)},
+		&analyze.ShmPlan{Service: "joiner", IPC: "service:donor", Source: analyze.SourceService, Donor: "donor", Via: []string{"donor"},
+			Predicted: i64(128 * mib)},
+		&analyze.ShmPlan{Service: "donor", IPC: "shareable", Source: analyze.SourceShareable, Configured: i64(128 * mib), Predicted: i64(128 * mib)},
+		&analyze.ShmPlan{Service: "sibling", IPC: "service:donor", Source: analyze.SourceService, Donor: "donor", Via: []string{"donor"},
+			Predicted: i64(128 * mib)},
+	)
+	assertWrite(t, "sibling", ms["sibling"], analyze.WriteOK) // not disturbed by joiner's write
+	for _, name := range []string{"donor", "joiner", "joiner2", "sibling"} {
+		assertSize(t, name, ms[name], 128*mib)
+	}
+	assertWrite(t, "donor", ms["donor"], analyze.WriteOK)
+	assertWrite(t, "joiner", ms["joiner"], analyze.WriteOK)
+	// joiner2's shm_size 2g is ignored: writing 2 GiB into the donor's 128 MiB fails.
+	if w := assertWrite(t, "joiner2", ms["joiner2"], analyze.WriteENOSPC); w.WrittenBytes < 127*mib || w.WrittenBytes > 129*mib {
+		t.Errorf("joiner2: wrote %s, want about 128MiB", analyze.FormatSize(w.WrittenBytes))
+	}
+}
+
+// TestNonShareableDonor: joining a private donor fails the way docker compose fails.
+func TestNonShareableDonor(t *testing.T) {
+	t.Parallel()
+	o := testOptions(t)
+	ms := run(t, o,
+		&analyze.ShmPlan{Service: "donor", Source: analyze.SourcePrivate, Predicted: i64(64 * mib)},
+		&analyze.ShmPlan{Service: "joiner", IPC: "service:donor", Source: analyze.SourceService, Donor: "donor", Predicted: i64(64 * mib)},
+	)
+	assertSize(t, "donor", ms["donor"], 64*mib)
+	if m := ms["joiner"]; !strings.Contains(m.CreateError, "can't join IPC of container donor: non-shareable IPC") {
+		t.Errorf("joiner: want a create error about a non-shareable IPC donor, got %s", describe(m))
+	}
+}
+
+// TestENOSPC: write(2) of 100 MiB into the default 64 MiB stops at 64 MiB.
+func TestENOSPC(t *testing.T) {
+	t.Parallel()
+	o := testOptions(t)
+	ms := run(t, o, &analyze.ShmPlan{Service: "loader", Source: analyze.SourcePrivate, Predicted: i64(64 * mib), Need: i64(100 * mib), NeedFrom: "test"})
+	assertSize(t, "loader", ms["loader"], 64*mib)
+	w := assertWrite(t, "loader", ms["loader"], analyze.WriteENOSPC)
+	// Parallel writers may overshoot the tmpfs limit by a few pages: the kernel counts
+	// used blocks per CPU.
+	if w.Mode != "write" || w.TargetBytes != 100*mib || w.WrittenBytes < 63*mib || w.WrittenBytes > 65*mib {
+		t.Errorf("write probe %+v, want write mode, target 100MiB, about 64MiB written", *w)
+	}
+}
+
+// TestSIGBUS: touching mmapped pages past the 64 MiB tmpfs raises SIGBUS, caught.
+func TestSIGBUS(t *testing.T) {
+	t.Parallel()
+	o := testOptions(t)
+	o.WriteMode = "mmap"
+	ms := run(t, o, &analyze.ShmPlan{Service: "loader", Source: analyze.SourcePrivate, Predicted: i64(64 * mib), Need: i64(100 * mib)})
+	w := assertWrite(t, "loader", ms["loader"], analyze.WriteSIGBUS)
+	if w.Mode != "mmap" || w.WrittenBytes < 63*mib || w.WrittenBytes > 65*mib {
+		t.Errorf("write probe %+v, want mmap mode, about 64MiB written", *w)
+	}
+}
+
+// TestOOMKill: with mem_limit 128m and shm_size 512m, writing 384 MiB gets the writer
+// OOM-killed before /dev/shm fills; the report says how far it got.
+func TestOOMKill(t *testing.T) {
+	t.Parallel()
+	o := testOptions(t)
+	ms := run(t, o, &analyze.ShmPlan{Service: "trainer", Source: analyze.SourcePrivate,
+		Configured: i64(512 * mib), Predicted: i64(512 * mib), MemLimit: i64(128 * mib), MemSwapLimit: i64(128 * mib), Need: i64(384 * mib)})
+	m := ms["trainer"]
+	assertSize(t, "trainer", m, 512*mib)
+	if m.CgroupMemory == nil || *m.CgroupMemory != 128*mib {
+		t.Errorf("cgroup memory limit %v, want 128MiB", m.CgroupMemory)
+	}
+	w := assertWrite(t, "trainer", m, analyze.WriteOOMKilled)
+	// The limit also holds the agent, the writer and the page cache of the probe image, so the
+	// writer dies somewhere below 128 MiB: well before the 384 MiB target and the 512 MiB tmpfs.
+	if w.WrittenBytes < 16*mib || w.WrittenBytes > 128*mib {
+		t.Errorf("OOM-killed after %s, want between 16MiB and 128MiB", analyze.FormatSize(w.WrittenBytes))
+	}
+}
+
+// TestUlimitsAndLimits: memlock and stack ulimits and the memory limit reach the container
+// through the least-privilege settings. Raising memlock past the daemon's own hard limit
+// needs CAP_SYS_RESOURCE, which some engines lack (this one does): then Docker's own
+// message is the create error, as docker compose would report it.
+func TestUlimitsAndLimits(t *testing.T) {
+	t.Parallel()
+	o := testOptions(t)
+	o.WriteProbe = "off"
+	ms := run(t, o,
+		&analyze.ShmPlan{Service: "limits", Source: analyze.SourcePrivate, Predicted: i64(64 * mib),
+			Memlock: &analyze.Ulimit{Soft: 4 << 20, Hard: 8 << 20}, Stack: &analyze.Ulimit{Soft: 64 << 20, Hard: 64 << 20},
+			MemLimit: i64(1 * gib), GPU: true},
+		&analyze.ShmPlan{Service: "memlock-unlimited", Source: analyze.SourcePrivate, Predicted: i64(64 * mib),
+			Memlock: &analyze.Ulimit{Soft: -1, Hard: -1}},
+	)
+	m := ms["limits"]
+	assertSize(t, "limits", m, 64*mib)
+	if m.Memlock != "4194304" || m.Stack != "67108864" {
+		t.Errorf("memlock %q stack %q, want 4194304 and 67108864", m.Memlock, m.Stack)
+	}
+	if m.CgroupMemory == nil || *m.CgroupMemory != gib {
+		t.Errorf("cgroup memory %v, want 1GiB", m.CgroupMemory)
+	}
+	if len(m.Omitted) != 1 || !strings.Contains(m.Omitted[0], "GPU") {
+		t.Errorf("omitted %q, want the GPU sentence", m.Omitted)
+	}
+	if m.Write == nil || m.Write.Outcome != analyze.WriteSkipped || m.Write.Reason != "write probe off" {
+		t.Errorf("write %+v, want skipped (--write-probe off)", m.Write)
+	}
+	if u := ms["memlock-unlimited"]; u.Memlock != "unlimited" && !strings.Contains(u.CreateError, "rlimit") {
+		t.Errorf("memlock-unlimited: want unlimited or Docker's rlimit error, got %s", describe(u))
+	}
+}
+
+// waitRunning waits until a container of the project runs, so that a probe is in progress.
+func waitRunning(t *testing.T, project string) bool {
+	f := make(client.Filters).Add("label", LabelProject+"="+project).Add("status", "running")
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		list, err := daemon(t).ContainerList(context.Background(), client.ContainerListOptions{Filters: f})
+		if err == nil && len(list.Items) > 0 {
+			return true
+		}
+	}
+	t.Error("no probe container started")
+	return false
+}
+
+// TestInterrupt: SIGINT (Ctrl-C) to the doctor's process in the middle of a probe, with a
+// donor held up for its joiner, leaves no container behind.
+func TestInterrupt(t *testing.T) {
+	o := testOptions(t)
+	o.agentArgs = []string{"--delay", "30s"}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	go func() {
+		if waitRunning(t, o.Project) {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGINT)
+		}
+	}()
+	start := time.Now()
+	ms, err := Run(ctx, daemon(t), []*analyze.ShmPlan{
+		{Service: "a", Source: analyze.SourcePrivate, Predicted: i64(64 * mib)},
+		{Service: "donor", IPC: "shareable", Source: analyze.SourceShareable},
+		{Service: "joiner", IPC: "service:donor", Source: analyze.SourceService},
+	}, o)
+	elapsed := time.Since(start)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run after SIGINT: %v, want context.Canceled", err)
+	}
+	if elapsed > 20*time.Second {
+		t.Errorf("Run took %v to stop after SIGINT", elapsed)
+	}
+	if m := ms["a"]; m == nil || m.Error != "probe interrupted" {
+		t.Errorf("a: %+v, want error \"probe interrupted\"", m)
+	}
+	t.Logf("interrupted run returned in %v: %v", elapsed, err)
+}
+
+// TestTimeout: --probe-timeout stops a probe that hangs, and removes its container.
+func TestTimeout(t *testing.T) {
+	t.Parallel()
+	o := testOptions(t)
+	o.agentArgs = []string{"--delay", "30s"}
+	o.Timeout = 4 * time.Second
+	start := time.Now()
+	ms, err := Run(context.Background(), daemon(t), []*analyze.ShmPlan{{Service: "slow", Source: analyze.SourcePrivate}}, o)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "timed out after 4s") {
+		t.Fatalf("Run: %v, want a timeout", err)
+	}
+	if time.Since(start) > 15*time.Second {
+		t.Errorf("Run took %v with a 4s timeout", time.Since(start))
+	}
+	if m := ms["slow"]; m == nil || !strings.Contains(m.Error, "timed out") {
+		t.Errorf("slow: %+v, want a timeout error", m)
+	}
+}
+
+// TestUnreachableDaemon: a DOCKER_HOST nobody listens on gives one clear line.
+func TestUnreachableDaemon(t *testing.T) {
+	t.Setenv("DOCKER_HOST", "unix:///nonexistent.sock")
+	c, closeClient, err := NewClient(context.Background())
+	if err != nil {
+		t.Fatalf("NewClient: %v", err)
+	}
+	defer closeClient()
+	err = Ping(context.Background(), c)
+	want := "cannot reach the Docker daemon at unix:///nonexistent.sock: dial unix /nonexistent.sock: connect: no such file or directory"
+	if err == nil || err.Error() != want {
+		t.Errorf("Ping: %v\nwant %s", err, want)
+	}
+	_, err = Run(context.Background(), c, []*analyze.ShmPlan{{Service: "a"}}, Options{Binary: testAgent})
+	if err == nil || err.Error() != want {
+		t.Errorf("Run: %v\nwant %s", err, want)
+	}
+	if _, _, err := Clean(context.Background(), c); err == nil || strings.Contains(err.Error(), "\n") {
+		t.Errorf("Clean: %v, want a one-line error", err)
+	}
+}
+
+// TestHost: the facts `shmdoctor host` prints, measured on this engine.
+func TestHost(t *testing.T) {
+	t.Parallel()
+	o := testOptions(t)
+	h, err := Host(context.Background(), daemon(t), o)
+	if err != nil {
+		t.Fatalf("Host: %v", err)
+	}
+	js, _ := json.Marshal(h)
+	t.Logf("%s", js)
+	if h.DefaultShmBytes == nil || *h.DefaultShmBytes != 64*mib || h.DefaultShmSource != "shm" {
+		t.Errorf("default /dev/shm %v from %q, want 64MiB from shm", h.DefaultShmBytes, h.DefaultShmSource)
+	}
+	if h.HostShmBytes == nil || *h.HostShmBytes != hostShm(t) {
+		t.Errorf("host /dev/shm %v, want %d", h.HostShmBytes, hostShm(t))
+	}
+	if h.DefaultIPCMode != "private" && h.DefaultIPCMode != "shareable" {
+		t.Errorf("default IPC mode %q", h.DefaultIPCMode)
+	}
+	if h.OS != "linux" || h.Arch == "" || h.ServerVersion == "" || h.APIVersion == "" || h.CgroupVersion == "" || h.MemTotalBytes <= 0 || h.MemAvailableBytes == nil {
+		t.Errorf("incomplete host info: %+v", *h)
+	}
+	if len(h.Errors) > 0 {
+		t.Errorf("errors: %q", h.Errors)
+	}
+	if err := h.CanGive(1 * gib); err != nil {
+		t.Errorf("CanGive(1GiB): %v", err)
+	}
+	if err := h.CanGive(1 << 50); err == nil {
+		t.Error("CanGive(1PiB): want an error")
+	}
+}
