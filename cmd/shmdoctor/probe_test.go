@@ -1,0 +1,254 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+)
+
+// These tests run the doctor's real binary against the real Docker Engine: here and in CI one
+// answers (.ci/run starts it). The binary must be static to serve as the probe's agent.
+var doctorBin string
+
+func buildDoctor(t *testing.T) string {
+	t.Helper()
+	if doctorBin != "" {
+		return doctorBin
+	}
+	dir, err := os.MkdirTemp("", "shmdoctor-cmd-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "shmdoctor")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the doctor: %v\n%s", err, out)
+	}
+	doctorBin = bin
+	return bin
+}
+
+// probeContainers lists the probe containers of a compose project on the daemon.
+func probeContainers(t *testing.T, project string) []string {
+	t.Helper()
+	c, err := client.New(client.FromEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	f := make(client.Filters).Add("label", "io.shmdoctor.probe").Add("label", "io.shmdoctor.project="+project)
+	list, err := c.ContainerList(context.Background(), client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Fatalf("listing containers: %v", err)
+	}
+	var names []string
+	for _, s := range list.Items {
+		names = append(names, strings.Join(s.Names, ","))
+	}
+	return names
+}
+
+func doctor(t *testing.T, env []string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(buildDoctor(t), args...)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, out.String(), errb.String()
+}
+
+type probeDoc struct {
+	Projects []struct {
+		Services []struct {
+			Name string
+			Shm  struct {
+				Source         string
+				PredictedBytes *int64 `json:"predicted_bytes"`
+			}
+			Probe *struct {
+				Exists        bool
+				MeasuredBytes *int64 `json:"measured_bytes"`
+				FSType        string `json:"fs_type"`
+				Write         *struct {
+					TargetBytes  int64  `json:"target_bytes"`
+					WrittenBytes int64  `json:"written_bytes"`
+					Outcome      string `json:"outcome"`
+				}
+				CreateError string `json:"create_error"`
+			}
+		}
+		Findings []struct{ Rule, Service string }
+	}
+}
+
+// TestProbeFixture probes every IPC mode and mount kind: the predicted size equals the
+// measured one, and ENOSPC, OOM kill and a refused donor are reproduced and reported.
+func TestProbeFixture(t *testing.T) {
+	code, out, errs := doctor(t, nil, "--format", "json", "--probe", "always", "--fail-on", "never", "testdata/probe")
+	if code != exitClean {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var doc probeDoc
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	rules := map[string][]string{}
+	for _, f := range doc.Projects[0].Findings {
+		rules[f.Service] = append(rules[f.Service], f.Rule)
+	}
+	for _, s := range doc.Projects[0].Services {
+		m := s.Probe
+		if m == nil {
+			t.Errorf("%s: not probed", s.Name)
+			continue
+		}
+		switch s.Name {
+		case "refused":
+			if !strings.Contains(m.CreateError, "non-shareable IPC") || !contains(rules[s.Name], "SHM205") {
+				t.Errorf("refused: create error %q, findings %v", m.CreateError, rules[s.Name])
+			}
+			continue
+		case "none":
+			if m.Exists {
+				t.Errorf("none: /dev/shm exists")
+			}
+			continue
+		case "host":
+			if m.MeasuredBytes == nil || *m.MeasuredBytes <= 64<<20 {
+				t.Errorf("host: measured %v, want the host's /dev/shm", deref(m.MeasuredBytes))
+			}
+			continue
+		case "host-need":
+			// the host's /dev/shm is written at most 256 MiB, whatever the need
+			if m.Write == nil || m.Write.TargetBytes != 256<<20 || m.Write.Outcome != "ok" {
+				t.Errorf("host-need: write %+v, want 256 MiB written", m.Write)
+			}
+			continue
+		}
+		if s.Shm.PredictedBytes == nil || m.MeasuredBytes == nil || *s.Shm.PredictedBytes != *m.MeasuredBytes {
+			t.Errorf("%s (%s): predicted %v, measured %v", s.Name, s.Shm.Source, deref(s.Shm.PredictedBytes), deref(m.MeasuredBytes))
+		}
+		if contains(rules[s.Name], "SHM201") {
+			t.Errorf("%s: SHM201 although prediction and measurement agree", s.Name)
+		}
+		want := map[string]string{"enospc": "enospc", "oom": "oom_killed", "default": "ok", "sized": "ok", "joiner": "ok"}[s.Name]
+		if want != "" && (m.Write == nil || m.Write.Outcome != want) {
+			t.Errorf("%s: write %+v, want %s", s.Name, m.Write, want)
+		}
+	}
+	if !contains(rules["enospc"], "SHM202") || !contains(rules["oom"], "SHM204") {
+		t.Errorf("findings: enospc %v, oom %v", rules["enospc"], rules["oom"])
+	}
+	if left := probeContainers(t, "probe-fixture"); len(left) > 0 {
+		t.Errorf("containers left behind: %v", left)
+	}
+}
+
+// TestProbeInterrupt sends SIGINT to the doctor in the middle of a probe: it exits 130 and no
+// container is left behind.
+func TestProbeInterrupt(t *testing.T) {
+	dir := t.TempDir()
+	stack := "name: probe-interrupt\nservices:\n  slow:\n    image: alpine\n    shm_size: 2g\n    x-shmdoctor: {need: 2g}\n  donor:\n    image: alpine\n    ipc: shareable\n  joiner:\n    image: alpine\n    ipc: service:donor\n"
+	if err := os.WriteFile(filepath.Join(dir, "compose.yaml"), []byte(stack), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(buildDoctor(t), "--probe", "always", "--write-probe", "2g", dir)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(probeContainers(t, "probe-interrupt")) == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(probeContainers(t, "probe-interrupt")) == 0 {
+		_ = cmd.Process.Kill()
+		t.Fatalf("no probe container appeared: %s", errb.String())
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
+		t.Errorf("exit %v, want 130: %s", err, errb.String())
+	}
+	if left := probeContainers(t, "probe-interrupt"); len(left) > 0 {
+		t.Errorf("containers left behind after Ctrl-C: %v", left)
+	}
+}
+
+// TestUnreachableDaemon: with --probe always a daemon that does not answer is a one-line
+// error and exit 2; with auto the analysis goes on and one line says why the probe was skipped.
+func TestUnreachableDaemon(t *testing.T) {
+	env := []string{"DOCKER_HOST=unix:///nonexistent/docker.sock"}
+	code, _, errs := doctor(t, env, "--probe", "always", "testdata/rules/silent")
+	if code != exitUsage || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, "unix:///nonexistent/docker.sock") {
+		t.Errorf("always: exit %d, stderr %q", code, errs)
+	}
+	code, out, errs := doctor(t, env, "testdata/rules/silent")
+	if code != exitClean || !strings.Contains(out, "probe: skipped: ") || errs != "" {
+		t.Errorf("auto: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
+
+func TestHostCommand(t *testing.T) {
+	code, out, errs := doctor(t, nil, "host", "--format", "json", "--need", "64m")
+	if code != exitClean {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var h map[string]any
+	if err := json.Unmarshal([]byte(out), &h); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"server_version", "api_version", "os", "arch", "cgroup_version", "mem_total_bytes", "default_shm_bytes", "default_ipc_mode", "host_shm_bytes", "nvidia_runtime"} {
+		if _, ok := h[k]; !ok {
+			t.Errorf("host report has no %s", k)
+		}
+	}
+	if h["default_shm_bytes"] != float64(64<<20) || h["can_give"] != true {
+		t.Errorf("default /dev/shm %v, can give %v", h["default_shm_bytes"], h["can_give"])
+	}
+	if code, out, _ := doctor(t, nil, "host", "--need", "100t"); code != exitFindings || !strings.Contains(out, "need 100 TiB: NO") {
+		t.Errorf("--need 100t: exit %d\n%s", code, out)
+	}
+	if code, out, errs := doctor(t, nil, "probe", "--clean"); code != exitClean || !strings.Contains(out, "removed") {
+		t.Errorf("probe --clean: exit %d %s %s", code, out, errs)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func deref(n *int64) any {
+	if n == nil {
+		return nil
+	}
+	return *n
+}
