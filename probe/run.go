@@ -32,8 +32,8 @@ type Options struct {
 	// "512m" that overrides the target (and the 256 MiB cap where /dev/shm is the host's).
 	WriteProbe string
 	// WriteMode is "both" (default: write(2), then mmap if write(2) reached the target; the
-	// result is the first mode that failed, else mmap's, the path DataLoader workers take),
-	// "write" or "mmap".
+	// result is the first mode that failed, else write(2)'s throughput with mode
+	// "write+mmap"), "write" or "mmap".
 	WriteMode string
 	// Timeout bounds the whole run (--probe-timeout); default 60s. The write probe of each
 	// service may take half of it.

@@ -34,9 +34,42 @@ type jsonProject struct {
 }
 
 type jsonService struct {
-	Name  string               `json:"name"`
-	Shm   jsonShm              `json:"shm"`
-	Probe *analyze.Measurement `json:"probe,omitempty"`
+	Name  string     `json:"name"`
+	Shm   jsonShm    `json:"shm"`
+	Probe *jsonProbe `json:"probe,omitempty"`
+}
+
+// jsonProbe is a measurement with every documented key present: null where nothing was
+// measured, "error" holding Docker's own message when the container was refused.
+type jsonProbe struct {
+	*analyze.Measurement
+	Write   analyze.Write `json:"write"`
+	Memlock *string       `json:"memlock"`
+	Stack   *string       `json:"stack"`
+	Error   *string       `json:"error"`
+}
+
+func probeJSON(m *analyze.Measurement) *jsonProbe {
+	if m == nil {
+		return nil
+	}
+	p := &jsonProbe{Measurement: m, Write: analyze.Write{Outcome: analyze.WriteSkipped}}
+	if m.Write != nil {
+		p.Write = *m.Write
+	}
+	if m.Memlock != "" {
+		p.Memlock = &m.Memlock
+	}
+	if m.Stack != "" {
+		p.Stack = &m.Stack
+	}
+	switch {
+	case m.CreateError != "":
+		p.Error = &m.CreateError
+	case m.Error != "":
+		p.Error = &m.Error
+	}
+	return p
 }
 
 type jsonShm struct {
@@ -93,7 +126,7 @@ func JSON(w io.Writer, r *Report, _ Options) error {
 		for _, plan := range p.Plans {
 			s := jsonService{Name: plan.Service, Shm: shmJSON(plan)}
 			if p.Measurements != nil {
-				s.Probe = p.Measurements[plan.Service]
+				s.Probe = probeJSON(p.Measurements[plan.Service])
 			}
 			jp.Services = append(jp.Services, s)
 		}

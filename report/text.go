@@ -65,6 +65,9 @@ func textProject(w *errWriter, p *Project, pal palette, o Options) {
 	if len(p.Plans) > 0 && !o.Quiet {
 		w.printf("\n")
 		serviceTable(w, p, pal)
+		for _, n := range probeNotes(p) {
+			w.printf("  %s\n", pal.Dim.Render(n))
+		}
 	}
 }
 
@@ -186,8 +189,37 @@ func measured(m *analyze.Measurement) []string {
 		if m.Write.Outcome != analyze.WriteSkipped {
 			write += " " + analyze.FormatSize(m.Write.WrittenBytes)
 		}
+		if m.Write.GBps > 0 {
+			write += fmt.Sprintf(" @ %.1f GB/s", m.Write.GBps)
+		}
 	}
 	return []string{size, write}
+}
+
+// probeNotes gathers what the probe says about its own measurements (settings it did not
+// copy, services it could not measure), once per distinct sentence.
+func probeNotes(p *Project) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(s string) {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	for _, plan := range p.Plans {
+		m := p.Measurements[plan.Service]
+		if m == nil {
+			continue
+		}
+		for _, o := range m.Omitted {
+			add("probe: " + o)
+		}
+		if m.Error != "" {
+			add("probe: " + plan.Service + ": " + m.Error)
+		}
+	}
+	return out
 }
 
 // derivation explains how a plan was reached, for --verbose.
