@@ -27,8 +27,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./analyze
 	$(GO) test -run '^$$' -fuzz '^FuzzResolve$$' -fuzztime $(FUZZTIME) ./analyze
 
+# Static analysis against docker compose config, then the probe against docker run and dd.
 bench:
 	./scripts/bench.sh
+	./scripts/bench-probe.sh
 
 install:
 	CGO_ENABLED=0 $(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/shmdoctor

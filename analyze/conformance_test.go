@@ -1,42 +1,25 @@
 package analyze
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
+
+	"github.com/shmdoctor/shmdoctor/internal/reference"
 )
 
-var (
-	refOnce sync.Once
-	refPath string
-	refErr  error
-)
-
-// referenceCompose builds (once, cached by the script) the real docker compose v2 the doctor
-// is measured against, and returns its path.
+// referenceCompose returns the real docker compose v2 the doctor is measured against.
 func referenceCompose(t *testing.T) string {
 	t.Helper()
-	refOnce.Do(func() {
-		script := filepath.Join("..", "..", "shared", "tools", "reference-compose.sh")
-		var out, errb bytes.Buffer
-		cmd := exec.Command("bash", script)
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := cmd.Run(); err != nil {
-			refErr = fmt.Errorf("%w: %s", err, errb.String())
-		}
-		refPath = string(bytes.TrimSpace(out.Bytes()))
-	})
-	if refErr != nil || refPath == "" {
-		t.Fatalf("cannot build the reference docker compose: %v", refErr)
+	ref, err := reference.Compose()
+	if err != nil {
+		t.Fatalf("cannot build the reference docker compose: %v", err)
 	}
-	return refPath
+	return ref
 }
 
 // composeService is what docker compose config --format json prints of the keys that decide

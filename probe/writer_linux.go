@@ -69,7 +69,11 @@ func writerMain(args []string, stderr io.Writer) int {
 		res.Outcome, res.Stopped = analyze.WriteSkipped, true
 		res.Reason = fmt.Sprintf("stopped by the time budget (%s) after %s of %s", budget.Round(time.Millisecond), analyze.FormatSize(rep.written.Load()), analyze.FormatSize(*target))
 	}
-	res.Nanos = time.Since(start).Nanoseconds()
+	end := time.Now()
+	if w := c.written.Load(); w > 0 {
+		end = time.Unix(0, w)
+	}
+	res.Nanos = end.Sub(start).Nanoseconds()
 	rep.finish(res)
 	return 0
 }
@@ -164,6 +168,21 @@ type claimer struct {
 	deadline  time.Time
 	stop      atomic.Bool
 	outOfTime atomic.Bool
+	// written is when the last writer finished writing (unix nanoseconds): the clock stops
+	// there, before the files are closed, because freeing the tmpfs pages of a closed
+	// unlinked file is not writing (dd's own rate never includes it either).
+	written atomic.Int64
+}
+
+// doneWriting records that a writer has written its last byte.
+func (c *claimer) doneWriting() {
+	now := time.Now().UnixNano()
+	for {
+		last := c.written.Load()
+		if now <= last || c.written.CompareAndSwap(last, now) {
+			return
+		}
+	}
 }
 
 func (c *claimer) claim() (off, n int64, ok bool) {
@@ -203,6 +222,7 @@ func writeFiles(dir string, c *claimer, workers int, p *progressWriter) writerLi
 				return
 			}
 			defer f.Close()
+			defer c.doneWriting() // runs before the Close above
 			buf := pattern()
 			for {
 				_, n, ok := c.claim()

@@ -1,0 +1,61 @@
+// Package reference gives the tests and benchmarks the real docker compose v2 the doctor is
+// held to: the binary ../shared/tools/reference-compose.sh builds from compose's Go module
+// (once; the script caches it) beside the repository.
+package reference
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+var (
+	once sync.Once
+	path string
+	err  error
+)
+
+// Compose returns the path of the reference docker compose binary, building it on first use.
+func Compose() (string, error) {
+	once.Do(func() {
+		root, e := repoRoot()
+		if e != nil {
+			err = e
+			return
+		}
+		script := filepath.Join(root, "..", "shared", "tools", "reference-compose.sh")
+		var out, errb bytes.Buffer
+		cmd := exec.Command("bash", script)
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if e := cmd.Run(); e != nil {
+			err = fmt.Errorf("building the reference docker compose with %s: %w: %s", script, e, strings.TrimSpace(errb.String()))
+			return
+		}
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		path = strings.TrimSpace(lines[len(lines)-1])
+	})
+	return path, err
+}
+
+// repoRoot is the nearest folder above the working folder that holds go.mod.
+func repoRoot() (string, error) {
+	dir, e := os.Getwd()
+	if e != nil {
+		return "", e
+	}
+	for {
+		if _, e := os.Stat(filepath.Join(dir, "go.mod")); e == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working folder")
+		}
+		dir = parent
+	}
+}
