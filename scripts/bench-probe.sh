@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench-probe.sh: the probe figures of `make bench` (issue 3, item 10), on the real daemon.
+# bench-probe.sh: the probe figures of `make bench`, on the real daemon.
 #
 #  a. Probe latency per service: the doctor's probe of a one-service stack (whole process,
 #     `shmdoctor --probe always --write-probe off` minus the same with `--probe never`, which
