@@ -39,16 +39,18 @@ type Options struct {
 
 // Project is one loaded compose project: the compose-go model, the source index, and what
 // the doctor derived from them. A project that failed to load has Errors and no Compose.
+// A Kubernetes manifest file is a project of its own, with Kubernetes set and no Compose.
 type Project struct {
-	Name    string
-	Dir     string
-	Files   []string // as displayed
-	Compose *types.Project
-	Index   *Index
-	Plans   []*ShmPlan
-	Notes   []string
-	Errors  []*LoadError
-	env     *envTracker
+	Name       string
+	Dir        string
+	Files      []string // as displayed
+	Compose    *types.Project
+	Kubernetes bool
+	Index      *Index
+	Plans      []*ShmPlan
+	Notes      []string
+	Errors     []*LoadError
+	env        *envTracker
 }
 
 // LoadError is a located error in a project's input.
@@ -66,6 +68,12 @@ func (p *Project) DisplayDir() string {
 	return p.Index.display(p.Dir)
 }
 
+// Loaded reports whether the project was loaded far enough to be checked: a compose model,
+// or a Kubernetes manifest that parsed.
+func (p *Project) Loaded() bool {
+	return p.Compose != nil || (p.Kubernetes && len(p.Errors) == 0)
+}
+
 func (e *LoadError) Error() string { return e.Pos.String() + ": " + e.Msg }
 
 // DefaultFileNames are the compose file names docker compose looks for, in its order.
@@ -78,6 +86,10 @@ func Load(ctx context.Context, opts Options) []*Project {
 	for _, t := range targets(opts) {
 		if t.err != nil {
 			out = append(out, &Project{Name: t.name(), Errors: []*LoadError{t.err}})
+			continue
+		}
+		if t.k8s {
+			out = append(out, loadKubernetes(t, opts))
 			continue
 		}
 		p := loadOne(ctx, t, opts)
@@ -95,6 +107,7 @@ type target struct {
 	dir     string
 	stdin   []byte
 	explict bool // a PATH argument: COMPOSE_FILE from the environment does not apply
+	k8s     bool // a Kubernetes manifest (or a Helm template), told by its content
 	err     *LoadError
 }
 
@@ -119,6 +132,8 @@ func targets(opts Options) []target {
 			t := target{files: []string{"-"}, dir: opts.ProjectDir, stdin: b, explict: true}
 			if err != nil {
 				t.err = &LoadError{Pos: Pos{File: StdinName}, Msg: err.Error()}
+			} else if k, _, _ := sniff(b); k != inputCompose {
+				t.k8s = true
 			}
 			out = append(out, t)
 			continue
@@ -128,19 +143,33 @@ func targets(opts Options) []target {
 		case err != nil:
 			out = append(out, target{files: []string{p}, err: &LoadError{Pos: Pos{File: p}, Msg: cleanPathErr(err)}})
 		case !st.IsDir():
-			out = append(out, target{files: []string{p}, dir: opts.ProjectDir, explict: true})
+			out = append(out, target{files: []string{p}, dir: opts.ProjectDir, explict: true, k8s: sniffFile(p) != inputCompose})
 		case opts.Recursive:
-			dirs, err := findProjects(p)
+			found, err := findProjects(p)
 			if err != nil {
 				out = append(out, target{dir: p, err: &LoadError{Pos: Pos{File: p}, Msg: err.Error()}})
 			}
-			if len(dirs) == 0 && err == nil {
-				out = append(out, target{dir: p, err: &LoadError{Pos: Pos{File: p}, Msg: "no compose project found under this folder"}})
+			if len(found) == 0 && err == nil {
+				out = append(out, target{dir: p, err: &LoadError{Pos: Pos{File: p}, Msg: "no compose project or Kubernetes manifest found under this folder"}})
 			}
-			for _, d := range dirs {
-				out = append(out, target{dir: d, explict: true})
+			for _, f := range found {
+				if f.manifest {
+					out = append(out, target{files: []string{f.path}, explict: true, k8s: true})
+				} else {
+					out = append(out, target{dir: f.path, explict: true})
+				}
 			}
 		default:
+			// A folder without a compose file of its own may hold Kubernetes manifests, one
+			// project each; otherwise docker compose's discovery applies.
+			if !hasComposeFile(p) {
+				if ms := folderManifests(p); len(ms) > 0 {
+					for _, m := range ms {
+						out = append(out, target{files: []string{m}, explict: true, k8s: true})
+					}
+					continue
+				}
+			}
 			out = append(out, target{dir: p, explict: true})
 		}
 	}
@@ -161,9 +190,18 @@ func readStdin(r io.Reader) ([]byte, error) {
 // skipDirs are never searched for compose projects: they hold other people's trees.
 var skipDirs = map[string]bool{".git": true, "node_modules": true, "vendor": true, "third_party": true, ".venv": true, "venv": true, "__pycache__": true}
 
-// findProjects returns every folder under root holding a compose file, sorted.
-func findProjects(root string) ([]string, error) {
+// found is a compose project folder or a Kubernetes manifest file.
+type found struct {
+	path     string
+	manifest bool
+}
+
+// findProjects returns every folder under root holding a compose file and every Kubernetes
+// manifest, sorted by path. Helm templates are skipped: they are not manifests until
+// rendered.
+func findProjects(root string) ([]found, error) {
 	var dirs []string
+	var out []found
 	names := map[string]bool{}
 	for _, n := range DefaultFileNames {
 		names[n] = true
@@ -179,12 +217,15 @@ func findProjects(root string) ([]string, error) {
 			dir := filepath.Dir(path)
 			if len(dirs) == 0 || dirs[len(dirs)-1] != dir {
 				dirs = append(dirs, dir)
+				out = append(out, found{path: dir})
 			}
+		} else if !d.IsDir() && isYAMLName(d.Name()) && sniffFile(path) == inputKubernetes {
+			out = append(out, found{path: path, manifest: true})
 		}
 		return nil
 	})
-	sort.Strings(dirs)
-	return dirs, err
+	sort.SliceStable(out, func(i, j int) bool { return out[i].path < out[j].path })
+	return out, err
 }
 
 // logMu serialises loads: compose-go logs through the global logrus logger, which the doctor

@@ -59,6 +59,8 @@ type ShmPlan struct {
 	Unresolved []Unresolved
 	// Notes explain derivations a reader could not guess (a joined donor with a mount).
 	Notes []string
+	// K8s holds what a Kubernetes container adds; nil for compose services.
+	K8s *K8sPlan
 }
 
 // Mount is a mount at /dev/shm.
@@ -91,7 +93,7 @@ func (p *ShmPlan) Mounted() bool { return p.Mount != nil }
 
 // HostShared reports whether /dev/shm is the host's own (ipc: host or a bind of /dev/shm).
 func (p *ShmPlan) HostShared() bool {
-	return p.Source == SourceHost || (p.Mount != nil && p.Mount.Type == SourceBind && p.Mount.Source == "/dev/shm")
+	return p.Source == SourceHost || (p.Mount != nil && (p.Mount.Type == SourceBind || p.Mount.Type == SourceHostPath) && p.Mount.Source == "/dev/shm")
 }
 
 // Workload reports whether the service uses shared memory: a known consumer, or one that

@@ -38,7 +38,7 @@ func ParseSeverity(s string) (Severity, error) {
 // and docs/rules.
 type Doc struct {
 	Rationale   string
-	Problematic string // a compose snippet that triggers the rule
+	Problematic string // a compose (or Kubernetes) snippet that triggers the rule
 	Correct     string // the same snippet fixed
 	Exceptions  string
 	Sources     []string // "title: https://..." lines
@@ -54,7 +54,9 @@ type Rule struct {
 	Doc      Doc
 	// Probe marks rules that judge a measurement; they run only after a probe.
 	Probe bool
-	Check func(*Pass)
+	// Kubernetes marks rules over Kubernetes containers; the others judge compose services.
+	Kubernetes bool
+	Check      func(*Pass)
 }
 
 // Policy is the strategy remediations follow when ipc: host is involved.
@@ -128,8 +130,13 @@ func (p *Pass) Has(key ...string) bool {
 	return ok
 }
 
-// ServicePos is the position of the service's name.
-func (p *Pass) ServicePos() Pos { return p.Project.Index.ServicePos(p.Plan.Service) }
+// ServicePos is the position of the service's name, or of a Kubernetes container's name.
+func (p *Pass) ServicePos() Pos {
+	if p.Plan.K8s != nil {
+		return p.Plan.K8s.ContainerPos
+	}
+	return p.Project.Index.ServicePos(p.Plan.Service)
+}
 
 // MountPos is the position of the entry that mounts something at /dev/shm.
 func (p *Pass) MountPos() Pos {
@@ -175,7 +182,7 @@ func run(p *Project, cfg Config, ms map[string]*Measurement) []Finding {
 		}
 		for i := range Rules {
 			r := &Rules[i]
-			if r.Probe != (ms != nil) || slices.Contains(plan.Ignore, r.ID) {
+			if r.Probe != (ms != nil) || r.Kubernetes != (plan.K8s != nil) || slices.Contains(plan.Ignore, r.ID) {
 				continue
 			}
 			r.Check(&Pass{Project: p, Plan: plan, Measurement: m, Config: cfg, rule: r, findings: &out})

@@ -60,9 +60,15 @@ func fixtureWants(t *testing.T, dir string) []want {
 // fixtureConfig reads a "# shmdoctor: --target swarm --policy isolation --need 1g" header.
 func fixtureConfig(t *testing.T, dir string) (Config, *int64) {
 	t.Helper()
+	return fixtureHeader(t, filepath.Join(dir, "compose.yaml"))
+}
+
+// fixtureHeader reads the "# shmdoctor: ..." header of one fixture file.
+func fixtureHeader(t *testing.T, file string) (Config, *int64) {
+	t.Helper()
 	var cfg Config
 	var need *int64
-	b, err := os.ReadFile(filepath.Join(dir, "compose.yaml"))
+	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +180,12 @@ func TestRegistry(t *testing.T) {
 				t.Errorf("%s: source %q has no https link", r.ID, s)
 			}
 		}
-		if !r.Probe {
+		switch {
+		case r.Kubernetes:
+			if m, _ := filepath.Glob("../testdata/k8s/" + r.ID + "*"); len(m) == 0 {
+				t.Errorf("%s: no fixture folder testdata/k8s/%s", r.ID, r.ID)
+			}
+		case !r.Probe:
 			if m, _ := filepath.Glob("../testdata/rules/" + r.ID + "*"); len(m) == 0 {
 				t.Errorf("%s: no fixture folder testdata/rules/%s", r.ID, r.ID)
 			}
@@ -186,9 +197,16 @@ func TestRegistry(t *testing.T) {
 // fixtures produce: messages lowercase without a final period, remediations full sentences.
 func TestFindingText(t *testing.T) {
 	dirs, _ := filepath.Glob("../testdata/rules/*")
+	k8sDirs, _ := filepath.Glob("../testdata/k8s/*")
 	n := 0
-	for _, dir := range dirs {
-		cfg, need := fixtureConfig(t, dir)
+	for _, dir := range append(dirs, k8sDirs...) {
+		var cfg Config
+		var need *int64
+		if strings.Contains(dir, "rules") {
+			cfg, need = fixtureConfig(t, dir)
+		} else {
+			cfg, need = k8sFixtureConfig(t, dir)
+		}
 		for _, p := range Load(context.Background(), Options{Paths: []string{dir}, Need: need}) {
 			for _, f := range Check(p, cfg) {
 				n++

@@ -88,6 +88,21 @@ type jsonShm struct {
 	Ignored          []analyze.IgnoredKey `json:"ignored,omitempty"`
 	Unresolved       []jsonUnresolved     `json:"unresolved,omitempty"`
 	Notes            []string             `json:"notes,omitempty"`
+	Kubernetes       *jsonK8s             `json:"kubernetes,omitempty"`
+}
+
+// jsonK8s names the Kubernetes object and container a service stands for.
+type jsonK8s struct {
+	Kind         string   `json:"kind"`
+	Namespace    string   `json:"namespace,omitempty"`
+	Name         string   `json:"name"`
+	Group        string   `json:"group,omitempty"`
+	Container    string   `json:"container"`
+	Volume       string   `json:"volume,omitempty"`
+	Medium       string   `json:"medium,omitempty"`
+	HostIPC      bool     `json:"host_ipc,omitempty"`
+	PodMemory    *int64   `json:"pod_memory_limit_bytes"`
+	Accelerators []string `json:"accelerators,omitempty"`
 }
 
 type jsonMount struct {
@@ -148,6 +163,13 @@ func shmJSON(p *analyze.ShmPlan) jsonShm {
 	}
 	if p.Mount != nil {
 		s.Mount = &jsonMount{Type: p.Mount.Type, Source: p.Mount.Source, SizeBytes: p.Mount.Size, ReadOnly: p.Mount.ReadOnly}
+	}
+	if k := p.K8s; k != nil {
+		s.Kubernetes = &jsonK8s{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name, Group: k.Group, Container: k.Container,
+			Volume: k.Volume, Medium: k.Medium, HostIPC: k.HostIPC, Accelerators: k.Accelerators}
+		if k.AllLimited {
+			s.Kubernetes.PodMemory = k.PodMemLimit
+		}
 	}
 	for _, u := range p.Unresolved {
 		s.Unresolved = append(s.Unresolved, jsonUnresolved{Key: u.Key, Vars: u.Vars})

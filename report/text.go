@@ -33,7 +33,9 @@ func Text(w io.Writer, r *Report, o Options) error {
 
 func textProject(w *errWriter, p *Project, pal palette, o Options) {
 	title := "project " + p.Name
-	if len(p.Files) > 0 {
+	if p.Kubernetes {
+		title = "manifest " + p.Name
+	} else if len(p.Files) > 0 {
 		title += " (" + strings.Join(p.Files, ", ") + ")"
 	}
 	if !o.Quiet || len(p.Findings) > 0 || len(p.Errors) > 0 {
@@ -55,7 +57,10 @@ func textProject(w *errWriter, p *Project, pal palette, o Options) {
 		}
 		sev := pal.Severity[f.Severity].Render(fmt.Sprintf("%-7s", f.Severity))
 		w.printf("    %s %s %s %s\n", sev, pal.Rule.Render(f.Rule), pal.Pos.Render(f.Pos.String()), f.Message)
-		w.printf("            %s\n", pal.Fix.Render("fix: "+f.Remediation))
+		// Kubernetes fixes carry YAML snippets: their lines stay under the fix.
+		fix := strings.ReplaceAll(f.Remediation, "\n", "\n                 ")
+		fix = strings.ReplaceAll(fix, "\n                 \n", "\n\n")
+		w.printf("            %s\n", pal.Fix.Render("fix: "+fix))
 	}
 	if o.Verbose {
 		for _, plan := range p.Plans {

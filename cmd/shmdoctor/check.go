@@ -14,7 +14,8 @@ import (
 	"github.com/shmdoctor/shmdoctor/report"
 )
 
-const checkUsage = `shmdoctor finds /dev/shm and IPC misconfiguration in Docker Compose stacks.
+const checkUsage = `shmdoctor finds /dev/shm and IPC misconfiguration in Docker Compose stacks
+and Kubernetes manifests.
 
 Usage:
   shmdoctor [flags] [PATH...]
@@ -30,6 +31,12 @@ matching override file) in this folder or the nearest parent. A PATH may be a co
 file, a folder (treated as docker compose treats its working folder, .env included),
 or - to read one compose file from standard input. Each PATH is its own project.
 
+A file (or standard input) whose documents have apiVersion and kind is a Kubernetes
+manifest, multi-document files included; a folder without a compose file, and -r,
+take every manifest in it, one project per file. Render Helm charts first:
+helm template ... | shmdoctor -, kustomize build ... | shmdoctor -. Manifests are
+never probed.
+
 When a Docker daemon answers (--probe auto), every service is then started in a
 throwaway container with the same shared-memory settings, from a probe image built
 locally from this binary (never pulled): the real /dev/shm is measured and a bounded
@@ -39,7 +46,8 @@ printed side by side; nothing is left behind.
 Examples:
   shmdoctor                                  # the project in this folder
   shmdoctor -f compose.yaml -f compose.gpu.yaml
-  shmdoctor -r .                             # every compose project in a monorepo
+  shmdoctor -r .                             # every compose project and manifest in a monorepo
+  helm template ./chart | shmdoctor -        # a rendered Helm chart
   shmdoctor --format json --fail-on error deploy/
   shmdoctor --need 8g --policy isolation
 
@@ -106,7 +114,7 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	rep := &report.Report{Version: versionString()}
 	for _, p := range projects {
 		rp := &report.Project{Project: p}
-		if p.Compose != nil {
+		if p.Loaded() {
 			rp.Findings = analyze.Check(p, cfg)
 		}
 		rep.Projects = append(rep.Projects, rp)

@@ -20,6 +20,21 @@ import (
 // findings. With --probe auto a daemon that does not answer is one line in the report; with
 // always it is an error.
 func probeAll(ctx context.Context, f *checkFlags, rep *report.Report, cfg analyze.Config) error {
+	// Kubernetes containers are never started here: their /dev/shm comes from the kubelet.
+	plans := map[*report.Project][]*analyze.ShmPlan{}
+	for _, rp := range rep.Projects {
+		if rp.Compose == nil {
+			continue
+		}
+		for _, plan := range rp.Plans {
+			if plan.K8s == nil {
+				plans[rp] = append(plans[rp], plan)
+			}
+		}
+	}
+	if len(plans) == 0 {
+		return nil
+	}
 	c, closeClient, err := probe.NewClient(ctx)
 	if err == nil {
 		defer closeClient()
@@ -33,10 +48,10 @@ func probeAll(ctx context.Context, f *checkFlags, rep *report.Report, cfg analyz
 		return nil
 	}
 	for _, rp := range rep.Projects {
-		if rp.Compose == nil || len(rp.Plans) == 0 {
+		if len(plans[rp]) == 0 {
 			continue
 		}
-		ms, err := probe.Run(ctx, c, rp.Plans, probe.Options{Project: rp.Name, WriteProbe: f.write, Timeout: f.probeWait})
+		ms, err := probe.Run(ctx, c, plans[rp], probe.Options{Project: rp.Name, WriteProbe: f.write, Timeout: f.probeWait})
 		if ms != nil {
 			rp.Measurements = ms
 			rp.Findings = append(rp.Findings, analyze.CheckMeasurements(rp.Project, cfg, ms)...)

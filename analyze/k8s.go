@@ -1,0 +1,691 @@
+package analyze
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// The Kubernetes sources of a container's /dev/shm. SourceHost (hostIPC: true, no volume)
+// is shared with compose.
+const (
+	SourceDefault        Source = "default"         // the runtime's own 64 MiB tmpfs
+	SourceEmptyDirMemory Source = "emptydir-memory" // an emptyDir with medium: Memory
+	SourceEmptyDirDisk   Source = "emptydir-disk"   // an emptyDir on the node's disk
+	SourceHostPath       Source = "hostpath"        // a hostPath volume
+)
+
+// The annotations through which a Kubernetes object or pod template talks to the doctor.
+const (
+	AnnotationNeed   = "shmdoctor.io/need"
+	AnnotationIgnore = "shmdoctor.io/ignore"
+)
+
+// K8sPlan is what a Kubernetes container adds to its ShmPlan: where each fact is written.
+// Positions are zero when the key is not written.
+type K8sPlan struct {
+	Kind      string
+	Namespace string
+	Name      string
+	// Group is the replica or group the pod spec belongs to (Worker, headGroupSpec, an Argo
+	// template), "" for plain workloads.
+	Group     string
+	Container string
+	// ContainerPos is the container's name key (or its first key when unnamed).
+	ContainerPos Pos
+	// Volume is the name of the volume mounted at /dev/shm, "" when none.
+	Volume    string
+	MountPos  Pos // the volumeMounts entry at /dev/shm
+	VolumePos Pos // the volumes entry it names
+	// Medium is the emptyDir medium ("" for the node's disk).
+	Medium       string
+	SizeLimit    *int64
+	SizeLimitPos Pos
+	// HostPath is the node path of a hostPath volume at /dev/shm.
+	HostPath string
+	// HostShm is a hostPath volume of the node's /dev/shm mounted anywhere in the container.
+	HostShm    string
+	HostShmPos Pos
+	HostIPC    bool
+	HostIPCPos Pos
+	// FirstInPod marks the pod's first analysed container: pod-wide facts are reported once.
+	FirstInPod bool
+	// MemLimitPos is the container's resources.limits.memory; AllLimited is true when every
+	// container of the pod has a memory limit, and PodMemLimit is then the pod's limit.
+	MemLimitPos Pos
+	AllLimited  bool
+	PodMemLimit *int64
+	// Accelerators lists the accelerator resources the container requests.
+	Accelerators []string
+	// Argo is set for containers of Argo Workflows templates, whose pods also run an
+	// executor the manifest does not show.
+	Argo bool
+}
+
+// Kind of a YAML input, told by its content.
+type inputKind int
+
+const (
+	inputCompose inputKind = iota
+	inputKubernetes
+	inputHelm
+)
+
+var (
+	k8sAPIVersion = regexp.MustCompile(`(?m)^["']?apiVersion["']?\s*:`)
+	k8sKind       = regexp.MustCompile(`(?m)^["']?kind["']?\s*:`)
+	// helmAction is a template action where YAML structure goes: a line of its own, a
+	// whole value or list item. Actions inside a value ("--name={{.Name}}", as KServe
+	// writes) are the application's own placeholders.
+	helmAction = regexp.MustCompile(`(?m)^[ \t]*(?:-[ \t]+)?(?:[\w.\-/"']+[ \t]*:[ \t]+)?["']?(\{\{)`)
+)
+
+// sniff tells a Kubernetes manifest (documents with apiVersion and kind) and an unrendered
+// Helm template from a compose file. line is where the first template action is.
+func sniff(b []byte) (kind inputKind, line, col int) {
+	textual := k8sAPIVersion.Match(b) && k8sKind.Match(b)
+	if textual {
+		if m := helmAction.FindSubmatchIndex(b); m != nil {
+			i := m[2]
+			line = bytes.Count(b[:i], []byte("\n")) + 1
+			col = i - bytes.LastIndexByte(b[:i], '\n')
+			return inputHelm, line, col
+		}
+		return inputKubernetes, 0, 0
+	}
+	// JSON manifests and flow style: decide on the parsed documents.
+	if !bytes.Contains(b, []byte("apiVersion")) || !bytes.Contains(b, []byte("kind")) {
+		return inputCompose, 0, 0
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	for {
+		var doc yaml.Node
+		if err := dec.Decode(&doc); err != nil {
+			return inputCompose, 0, 0
+		}
+		if len(doc.Content) > 0 && isK8sObject(doc.Content[0]) {
+			return inputKubernetes, 0, 0
+		}
+	}
+}
+
+func isK8sObject(n *yaml.Node) bool {
+	return n.Kind == yaml.MappingNode && scalar(get(n, "apiVersion")) != "" && scalar(get(n, "kind")) != ""
+}
+
+// sniffFile reads a file and sniffs it; unreadable files are compose's to report.
+func sniffFile(p string) inputKind {
+	b, err := readSource(p)
+	if err != nil {
+		return inputCompose
+	}
+	k, _, _ := sniff(b)
+	return k
+}
+
+// isYAMLName reports a .yaml or .yml file name.
+func isYAMLName(name string) bool {
+	ext := strings.ToLower(filepath.Ext(name))
+	return ext == ".yaml" || ext == ".yml"
+}
+
+// hasComposeFile reports a compose file directly in dir.
+func hasComposeFile(dir string) bool {
+	for _, n := range DefaultFileNames {
+		if st, err := os.Stat(filepath.Join(dir, n)); err == nil && !st.IsDir() {
+			return true
+		}
+	}
+	return false
+}
+
+// folderManifests lists the Kubernetes manifests (and Helm templates, which report their
+// own error) directly in dir, sorted.
+func folderManifests(dir string) []string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() || !isYAMLName(e.Name()) {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		if k := sniffFile(p); k != inputCompose {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// loadKubernetes loads one manifest file (or standard input) as a project of its own.
+func loadKubernetes(t target, opts Options) *Project {
+	file := t.files[0]
+	p := &Project{Kubernetes: true}
+	p.Index = newIndex("")
+	abs := file
+	var content []byte
+	if file == "-" {
+		content = t.stdin
+		p.Index.names[file] = StdinName
+	} else {
+		if a, err := filepath.Abs(file); err == nil {
+			abs = a
+		}
+		b, err := readSource(abs)
+		if err != nil {
+			p.Name, p.Files = file, []string{file}
+			p.fail(Pos{File: file}, "%s", cleanPathErr(err))
+			return p
+		}
+		content = b
+	}
+	display := p.Index.display(abs)
+	p.Name, p.Files = display, []string{display}
+	p.Index.top = []string{abs}
+	if k, line, col := sniff(content); k == inputHelm {
+		p.fail(Pos{File: display, Line: line, Column: col}, "this is a Helm template: render it first (helm template ... | shmdoctor -)")
+		return p
+	}
+	docs, err := parseManifest(display, content)
+	p.Index.docs[abs] = docs
+	if err != nil {
+		p.Errors = append(p.Errors, asLoadError(err, display))
+		return p
+	}
+	r := &k8sResolver{p: p, file: display, need: opts.Need}
+	for _, d := range docs {
+		r.object(d)
+	}
+	if len(p.Plans) == 0 {
+		p.Notes = append(p.Notes, "no pod spec found: nothing here runs a container")
+	}
+	return p
+}
+
+// parseManifest parses every document of a manifest, refusing alias bombs.
+func parseManifest(display string, content []byte) ([]*yaml.Node, error) {
+	var docs []*yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(content))
+	for {
+		var doc yaml.Node
+		if err := dec.Decode(&doc); err != nil {
+			if errors.Is(err, io.EOF) {
+				return docs, nil
+			}
+			return docs, yamlError(display, content, err)
+		}
+		if len(doc.Content) == 0 {
+			continue
+		}
+		if n := expandedSize(doc.Content[0], map[*yaml.Node]int64{}); n > maxExpandedNodes {
+			return docs, &LoadError{Pos: Pos{File: display, Line: doc.Line}, Msg: fmt.Sprintf("YAML aliases expand to more than %d nodes: refusing an alias bomb", maxExpandedNodes)}
+		}
+		docs = append(docs, doc.Content[0])
+	}
+}
+
+// k8sResolver turns the objects of one manifest file into plans.
+type k8sResolver struct {
+	p    *Project
+	file string
+	need *int64
+}
+
+func (r *k8sResolver) pos(n *yaml.Node) Pos {
+	if n == nil {
+		return Pos{}
+	}
+	return Pos{File: r.file, Line: n.Line, Column: n.Column}
+}
+
+// k8sObject is one object of a manifest and what its pod specs inherit from it.
+type k8sObject struct {
+	kind, namespace, name string
+	meta                  []*yaml.Node // metadata mappings, outermost first
+}
+
+var argoKinds = map[string]bool{"Workflow": true, "WorkflowTemplate": true, "ClusterWorkflowTemplate": true, "CronWorkflow": true}
+
+// object finds the pod specs of one document: a List's items, Argo workflows by their
+// templates, anything else by the shape of a pod spec.
+func (r *k8sResolver) object(n *yaml.Node) {
+	n = deref(n)
+	if !isK8sObject(n) {
+		return
+	}
+	kind := scalar(get(n, "kind"))
+	if items := get(n, "items"); strings.HasSuffix(kind, "List") && items != nil && items.Kind == yaml.SequenceNode {
+		for _, it := range items.Content {
+			r.object(it)
+		}
+		return
+	}
+	meta := get(n, "metadata")
+	obj := k8sObject{kind: kind, name: scalar(get(meta, "name")), namespace: scalar(get(meta, "namespace"))}
+	if meta != nil {
+		obj.meta = append(obj.meta, meta)
+	}
+	if argoKinds[kind] && strings.HasPrefix(scalar(get(n, "apiVersion")), "argoproj.io/") {
+		r.argo(obj, n)
+		return
+	}
+	r.walk(obj, n, nil, "", nil, 0)
+}
+
+// structural keys lead to a pod spec without naming a replica or group.
+var structural = map[string]bool{"spec": true, "template": true, "jobTemplate": true, "podTemplate": true, "podSpec": true, "pod": true}
+
+// podSpecLists are the keys of a pod spec that hold its containers and volumes.
+var podSpecLists = map[string]bool{"containers": true, "initContainers": true, "ephemeralContainers": true, "volumes": true}
+
+// walk looks for mappings shaped like a pod spec (containers: a list of named mappings).
+// parent is the mapping holding n; group is the nearest key naming a replica or group.
+// outer are the volumes of an enclosing pod spec: a pod spec nested in another (KServe's
+// workerSpec) mounts them.
+func (r *k8sResolver) walk(obj k8sObject, n, parent *yaml.Node, group string, outer []*yaml.Node, depth int) {
+	n = deref(n)
+	if n == nil || depth > 64 {
+		return
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		if isPodSpec(n) {
+			o := obj
+			if m := get(parent, "metadata"); m != nil && parent != nil && depth > 1 {
+				o.meta = append(slices.Clone(obj.meta), m)
+			}
+			r.pod(o, group, n, outer)
+			outer = append(seq(get(n, "volumes")), outer...)
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i].Value
+			if depth == 0 && (k == "metadata" || k == "status") || isPodSpec(n) && podSpecLists[k] {
+				continue
+			}
+			g := group
+			if !structural[k] {
+				g = k
+			}
+			r.walk(obj, n.Content[i+1], n, g, outer, depth+1)
+		}
+	case yaml.SequenceNode:
+		for _, it := range n.Content {
+			g := group
+			if name := scalar(get(it, "groupName")); name != "" {
+				g = name
+			} else if name := scalar(get(it, "name")); name != "" {
+				g = name
+			}
+			r.walk(obj, it, parent, g, outer, depth+1)
+		}
+	}
+}
+
+func isPodSpec(n *yaml.Node) bool {
+	cs := get(n, "containers")
+	if cs == nil || cs.Kind != yaml.SequenceNode || len(cs.Content) == 0 {
+		return false
+	}
+	for _, c := range cs.Content {
+		if c = deref(c); c.Kind != yaml.MappingNode || get(c, "name") == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// podContainer is a container to plan and its label.
+type podContainer struct {
+	node  *yaml.Node
+	label string
+}
+
+// pod plans every container of a pod spec.
+func (r *k8sResolver) pod(obj k8sObject, group string, spec *yaml.Node, outer []*yaml.Node) {
+	var cs []podContainer
+	for _, c := range seq(get(spec, "containers")) {
+		cs = append(cs, podContainer{node: c, label: scalar(get(c, "name"))})
+	}
+	limited := append(seq(get(spec, "containers")), seq(get(spec, "initContainers"))...)
+	r.plans(obj, group, spec, cs, limited, append(seq(get(spec, "volumes")), outer...), false)
+}
+
+// argo plans the containers of an Argo workflow's templates: container, script and
+// containerSet, with the template's volumes before the workflow's.
+func (r *k8sResolver) argo(obj k8sObject, n *yaml.Node) {
+	spec := get(n, "spec")
+	if obj.kind == "CronWorkflow" {
+		spec = get(spec, "workflowSpec")
+	}
+	wfVolumes := seq(get(spec, "volumes"))
+	for _, t := range seq(get(spec, "templates")) {
+		name := scalar(get(t, "name"))
+		var cs []podContainer
+		for _, k := range []string{"container", "script"} {
+			if c := get(t, k); c != nil && c.Kind == yaml.MappingNode {
+				cs = append(cs, podContainer{node: c, label: name})
+			}
+		}
+		for _, c := range seq(get(get(t, "containerSet"), "containers")) {
+			cs = append(cs, podContainer{node: c, label: name + "/" + scalar(get(c, "name"))})
+		}
+		if len(cs) == 0 {
+			continue
+		}
+		o := obj
+		if m := get(t, "metadata"); m != nil {
+			o.meta = append(slices.Clone(obj.meta), m)
+		}
+		volumes := append(seq(get(t, "volumes")), wfVolumes...)
+		r.plans(o, "", t, cs, nil, volumes, true)
+	}
+}
+
+func seq(n *yaml.Node) []*yaml.Node {
+	n = deref(n)
+	if n == nil || n.Kind != yaml.SequenceNode {
+		return nil
+	}
+	out := make([]*yaml.Node, 0, len(n.Content))
+	for _, c := range n.Content {
+		if c = deref(c); c.Kind == yaml.MappingNode {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// plans makes one ShmPlan per container. limited are the containers whose memory limits
+// make the pod's (nil when the pod runs containers the manifest does not show).
+func (r *k8sResolver) plans(obj k8sObject, group string, spec *yaml.Node, cs []podContainer, limited, volumes []*yaml.Node, argo bool) {
+	ipcKey, ipcVal := getKey(spec, "hostIPC")
+	hostIPC := scalar(ipcVal) == "true"
+	podLimit, allLimited := r.podLimit(spec, limited)
+	ignore, need, needFrom := r.annotations(obj)
+	for i, c := range cs {
+		name := obj.kind + "/" + obj.name
+		if obj.namespace != "" {
+			name = obj.kind + "/" + obj.namespace + "/" + obj.name
+		}
+		label := c.label
+		if group != "" {
+			label = group + "/" + label
+		}
+		if label == "" {
+			label = "container"
+		}
+		nameKey, _ := getKey(c.node, "name")
+		if nameKey == nil && len(c.node.Content) > 0 {
+			nameKey = c.node.Content[0]
+		}
+		if nameKey == nil {
+			nameKey = c.node
+		}
+		k := &K8sPlan{
+			Kind: obj.kind, Namespace: obj.namespace, Name: obj.name, Group: group, Container: c.label,
+			ContainerPos: r.pos(nameKey), FirstInPod: i == 0, Argo: argo,
+			AllLimited: allLimited, PodMemLimit: podLimit,
+		}
+		plan := &ShmPlan{Service: name + ":" + label, K8s: k, Ignore: ignore}
+		if hostIPC {
+			k.HostIPC, k.HostIPCPos = true, r.pos(ipcKey)
+		}
+		if key, v := getKey(get(get(c.node, "resources"), "limits"), "memory"); key != nil {
+			if n, err := ParseQuantity(scalar(v)); err == nil && n > 0 {
+				plan.MemLimit, k.MemLimitPos = ptr(n), r.pos(key)
+			} else {
+				r.p.fail(r.pos(v), "resources.limits.memory %q: %v", scalar(v), err)
+			}
+		}
+		k.Accelerators = accelerators(c.node)
+		plan.GPU = len(k.Accelerators) > 0
+		command := append(scalars0(get(c.node, "command")), scalars0(get(c.node, "args"))...)
+		plan.Profile = DetectProfile(Signals{Image: scalar(get(c.node, "image")), Command: command, GPU: plan.GPU})
+		if need != nil {
+			plan.Need, plan.NeedFrom = ptr(*need), needFrom
+		}
+		if r.need != nil {
+			plan.Need, plan.NeedFrom = ptr(*r.need), "--need"
+		}
+		r.volume(plan, c.node, volumes)
+		r.predict(plan)
+		r.p.Plans = append(r.p.Plans, plan)
+	}
+}
+
+// volume finds what is mounted at /dev/shm, and any hostPath of the node's /dev/shm.
+func (r *k8sResolver) volume(plan *ShmPlan, c *yaml.Node, volumes []*yaml.Node) {
+	k := plan.K8s
+	byName := func(name string) *yaml.Node {
+		for _, v := range volumes {
+			if scalar(get(v, "name")) == name {
+				return v
+			}
+		}
+		return nil
+	}
+	for _, m := range seq(get(c, "volumeMounts")) {
+		name := scalar(get(m, "name"))
+		v := byName(name)
+		if hp := get(get(v, "hostPath"), "path"); hp != nil && isShm(scalar(hp)) && k.HostShm == "" {
+			k.HostShm, k.HostShmPos = name, r.pos(v)
+		}
+		if !isShm(scalar(get(m, "mountPath"))) || k.Volume != "" {
+			continue
+		}
+		k.Volume, k.MountPos = name, r.pos(m)
+		readOnly := scalar(get(m, "readOnly")) == "true"
+		if v == nil {
+			plan.Source = SourceVolume
+			plan.Notes = append(plan.Notes, fmt.Sprintf("volume %s mounted at /dev/shm is not declared in the pod", name))
+			plan.Mount = &Mount{Type: SourceVolume, Source: name, ReadOnly: readOnly, Entry: "volumeMounts"}
+			continue
+		}
+		k.VolumePos = r.pos(v)
+		plan.Mount = &Mount{Source: name, ReadOnly: readOnly, Entry: "volumeMounts"}
+		switch {
+		case get(v, "emptyDir") != nil:
+			ed := get(v, "emptyDir")
+			k.Medium = scalar(get(ed, "medium"))
+			plan.Source = SourceEmptyDirDisk
+			if k.Medium == "Memory" {
+				plan.Source = SourceEmptyDirMemory
+			}
+			if key, sv := getKey(ed, "sizeLimit"); key != nil {
+				if n, err := ParseQuantity(scalar(sv)); err == nil {
+					k.SizeLimit, k.SizeLimitPos = ptr(n), r.pos(key)
+					plan.Configured, plan.Mount.Size = ptr(n), ptr(n)
+				} else {
+					r.p.fail(r.pos(sv), "emptyDir.sizeLimit %q: %v", scalar(sv), err)
+				}
+			}
+		case get(v, "hostPath") != nil:
+			k.HostPath = path.Clean(scalar(get(get(v, "hostPath"), "path")))
+			plan.Source, plan.Mount.Source = SourceHostPath, k.HostPath
+		default:
+			plan.Source = SourceVolume
+		}
+		plan.Mount.Type = plan.Source
+	}
+}
+
+// predict sizes /dev/shm as the kubelet and the runtime do: a memory emptyDir is the
+// smallest of node allocatable, the pod's memory limit (when every container has one) and
+// sizeLimit; without a volume the runtime gives 64 MiB, or the node's under hostIPC.
+func (r *k8sResolver) predict(plan *ShmPlan) {
+	k := plan.K8s
+	switch {
+	case plan.Source == SourceEmptyDirMemory:
+		var n *int64
+		if k.SizeLimit != nil {
+			n = ptr(*k.SizeLimit)
+		}
+		if k.AllLimited && k.PodMemLimit != nil && (n == nil || *k.PodMemLimit < *n) {
+			n = ptr(*k.PodMemLimit)
+		}
+		plan.Predicted = n
+	case plan.Source != "":
+		// disk, hostPath and other volumes: sized by the node
+	case k.HostIPC:
+		plan.Source = SourceHost
+	default:
+		plan.Source, plan.Predicted = SourceDefault, ptr(DefaultShmSize)
+	}
+	if k.Argo && plan.Source == SourceEmptyDirMemory {
+		plan.Notes = append(plan.Notes, "an Argo pod also runs the executor's wait container, so the pod memory limit is not counted")
+	}
+}
+
+// podLimit is the pod's memory limit: spec.resources.limits.memory (pod-level resources),
+// else the sum of the containers' limits, or the largest init container's if higher, when
+// every container has one.
+func (r *k8sResolver) podLimit(spec *yaml.Node, containers []*yaml.Node) (*int64, bool) {
+	if v := get(get(get(spec, "resources"), "limits"), "memory"); v != nil {
+		if n, err := ParseQuantity(scalar(v)); err == nil && n > 0 {
+			return ptr(n), true
+		}
+	}
+	if len(containers) == 0 {
+		return nil, false
+	}
+	inits := seq(get(spec, "initContainers"))
+	var sum, initMax int64
+	for _, c := range containers {
+		n, err := ParseQuantity(scalar(get(get(get(c, "resources"), "limits"), "memory")))
+		if err != nil || n <= 0 {
+			return nil, false
+		}
+		if slices.Contains(inits, c) {
+			initMax = max(initMax, n)
+		} else {
+			sum += n
+		}
+	}
+	return ptr(max(sum, initMax)), true
+}
+
+// annotations reads shmdoctor.io/ignore and shmdoctor.io/need from the object's metadata
+// and then the pod template's, which wins.
+func (r *k8sResolver) annotations(obj k8sObject) (ignore []string, need *int64, from string) {
+	for _, m := range obj.meta {
+		ann := get(m, "annotations")
+		if v := get(ann, AnnotationIgnore); v != nil {
+			ids, err := ruleList(scalar(v))
+			if err != nil {
+				r.p.fail(r.pos(v), "%s: %v", AnnotationIgnore, err)
+			}
+			ignore = append(ignore, ids...)
+		}
+		if v := get(ann, AnnotationNeed); v != nil {
+			n, err := ParseQuantity(scalar(v))
+			if err != nil {
+				n, err = ParseSize(scalar(v))
+			}
+			if err != nil {
+				r.p.fail(r.pos(v), "%s: %q is not a size such as 8Gi", AnnotationNeed, scalar(v))
+				continue
+			}
+			need, from = ptr(n), AnnotationNeed
+		}
+	}
+	return ignore, need, from
+}
+
+// acceleratorPrefixes are the extended resources of GPUs and other accelerators.
+var acceleratorPrefixes = []string{"nvidia.com/gpu", "nvidia.com/mig-", "amd.com/gpu", "google.com/tpu", "habana.ai/gaudi", "aws.amazon.com/neuron", "gpu.intel.com/"}
+
+func accelerators(c *yaml.Node) []string {
+	var out []string
+	res := get(c, "resources")
+	for _, kind := range []string{"limits", "requests"} {
+		m := get(res, kind)
+		if m == nil || m.Kind != yaml.MappingNode {
+			continue
+		}
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			name := m.Content[i].Value
+			if slices.Contains(out, name) || scalar(deref(m.Content[i+1])) == "0" {
+				continue
+			}
+			for _, p := range acceleratorPrefixes {
+				if strings.HasPrefix(name, p) {
+					out = append(out, name)
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// scalars0 lists the scalars of a sequence (or the one scalar).
+func scalars0(n *yaml.Node) []string {
+	n = deref(n)
+	if n == nil {
+		return nil
+	}
+	if n.Kind == yaml.ScalarNode {
+		return []string{n.Value}
+	}
+	var out []string
+	for _, c := range n.Content {
+		if c = deref(c); c.Kind == yaml.ScalarNode {
+			out = append(out, c.Value)
+		}
+	}
+	return out
+}
+
+var quantity = regexp.MustCompile(`^([+-]?[0-9.]+)(?:([eE][+-]?[0-9]+)|(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E))?$`)
+
+// ParseQuantity parses a Kubernetes resource quantity as bytes: "512Mi", "2Gi", "1G",
+// "1.5Gi", "129e6", "1073741824". Fractions of a byte round up, as the API server does.
+func ParseQuantity(s string) (int64, error) {
+	m := quantity.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return 0, fmt.Errorf("invalid quantity %q: use a number with an optional suffix such as 512Mi or 2Gi", s)
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("invalid quantity %q: use a positive number with an optional suffix such as 512Mi or 2Gi", s)
+	}
+	if m[2] != "" {
+		e, _ := strconv.Atoi(m[2][1:])
+		v *= math.Pow10(e)
+	}
+	mult := map[string]float64{
+		"": 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
+		"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "Pi": 1 << 50, "Ei": 1 << 60,
+	}[m[3]]
+	v = math.Ceil(v * mult)
+	if v > math.MaxInt64/2 {
+		return 0, fmt.Errorf("invalid quantity %q: too large", s)
+	}
+	return int64(v), nil
+}
+
+// K8sSize prints bytes as a Kubernetes quantity: "2Gi", "512Mi", or plain bytes.
+func K8sSize(n int64) string {
+	switch {
+	case n > 0 && n%(1<<30) == 0:
+		return fmt.Sprintf("%dGi", n>>30)
+	case n > 0 && n%(1<<20) == 0:
+		return fmt.Sprintf("%dMi", n>>20)
+	case n > 0 && n%(1<<10) == 0:
+		return fmt.Sprintf("%dKi", n>>10)
+	}
+	return strconv.FormatInt(n, 10)
+}

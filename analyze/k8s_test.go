@@ -1,0 +1,176 @@
+package analyze
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func loadOneK8s(t *testing.T, manifest string, need *int64) *Project {
+	t.Helper()
+	ps := Load(context.Background(), Options{Paths: []string{"-"}, Stdin: strings.NewReader(manifest), Need: need})
+	if len(ps) != 1 || !ps[0].Kubernetes {
+		t.Fatalf("want one Kubernetes project, got %+v", ps)
+	}
+	return ps[0]
+}
+
+func TestK8sPlans(t *testing.T) {
+	p := loadOneK8s(t, `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: prod}
+spec:
+  template:
+    spec:
+      initContainers:
+        - name: init
+          image: busybox
+          resources: {limits: {memory: 10Gi}}
+      containers:
+        - name: a
+          image: vllm/vllm-openai:latest
+          resources: {limits: {memory: 3Gi, nvidia.com/gpu: "1"}}
+          volumeMounts: [{name: dshm, mountPath: /dev/shm/}]
+        - name: b
+          image: busybox
+          resources: {limits: {memory: 1024Mi}}
+      volumes:
+        - name: dshm
+          emptyDir: {medium: Memory, sizeLimit: 16Gi}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: bare}
+spec:
+  hostIPC: true
+  containers: [{name: c, image: busybox}]
+`, nil)
+	if len(p.Errors) > 0 {
+		t.Fatal(p.Errors)
+	}
+	if len(p.Plans) != 3 {
+		t.Fatalf("%d plans", len(p.Plans))
+	}
+	a := p.Plans[0]
+	if a.Service != "Deployment/prod/web:a" || a.Source != SourceEmptyDirMemory || !a.GPU || a.Profile == nil || a.Profile.ID != "vllm" {
+		t.Errorf("plan a: %+v", a)
+	}
+	// the pod limit is the init container's 10Gi (above 3Gi+1Gi), below the 16Gi sizeLimit
+	if a.Predicted == nil || *a.Predicted != 10<<30 || *a.MemLimit != 3<<30 || !a.K8s.AllLimited {
+		t.Errorf("plan a predicted %v limit %v", a.Predicted, a.MemLimit)
+	}
+	if b := p.Plans[1]; b.Source != SourceDefault || *b.Predicted != DefaultShmSize || b.K8s.FirstInPod {
+		t.Errorf("plan b: %+v", b)
+	}
+	if c := p.Plans[2]; c.Service != "Pod/bare:c" || c.Source != SourceHost || c.Predicted != nil || c.K8s.HostIPCPos.Line != 27 {
+		t.Errorf("plan c: %+v %+v", c, c.K8s)
+	}
+	need := int64(4 << 30)
+	p = loadOneK8s(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: x, annotations: {shmdoctor.io/need: 1Gi}}\nspec: {containers: [{name: c}]}\n", &need)
+	if pl := p.Plans[0]; *pl.Need != need || pl.NeedFrom != "--need" {
+		t.Errorf("--need must win over the annotation: %+v", pl)
+	}
+}
+
+func TestK8sInputErrors(t *testing.T) {
+	p := loadOneK8s(t, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {{ .Release.Name }}\nspec: {}\n", nil)
+	if len(p.Errors) != 1 || !strings.Contains(p.Errors[0].Msg, "Helm template") || p.Errors[0].Line != 4 || p.Errors[0].Column != 9 {
+		t.Errorf("helm: %+v", p.Errors)
+	}
+	p = loadOneK8s(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: x, annotations: {shmdoctor.io/ignore: SHM999}}\nspec:\n  containers: [\n", nil)
+	if len(p.Errors) != 1 || p.Errors[0].File != StdinName || p.Errors[0].Line == 0 {
+		t.Errorf("yaml error: %+v", p.Errors)
+	}
+	p = loadOneK8s(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: x, annotations: {shmdoctor.io/ignore: SHM999}}\nspec: {containers: [{name: c}]}\n", nil)
+	if len(p.Errors) != 1 || p.Errors[0].Line != 3 {
+		t.Errorf("bad ignore: %+v", p.Errors)
+	}
+	p = loadOneK8s(t, `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "j"}, "spec": {"containers": [{"name": "c"}]}}`, nil)
+	if len(p.Plans) != 1 {
+		t.Errorf("JSON manifest: %+v", p)
+	}
+}
+
+func TestParseQuantity(t *testing.T) {
+	for in, want := range map[string]int64{
+		"1Gi": 1 << 30, "512Mi": 512 << 20, "1G": 1e9, "8G": 8e9, "129M": 129e6, "1.5Gi": 3 << 29,
+		"123Ki": 123 << 10, "1073741824": 1 << 30, "129e6": 129e6, "2k": 2000, "32000Mi": 32000 << 20,
+	} {
+		got, err := ParseQuantity(in)
+		if err != nil || got != want {
+			t.Errorf("ParseQuantity(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "lots", "1gb", "-1Gi", "Gi"} {
+		if _, err := ParseQuantity(in); err == nil {
+			t.Errorf("ParseQuantity(%q) accepted", in)
+		}
+	}
+}
+
+// TestK8sCorpus analyses every manifest of the shared corpus: no error, at least one plan,
+// and agreement with the facts the index records.
+func TestK8sCorpus(t *testing.T) {
+	dir := corpusDir(t)
+	n := 0
+	for _, row := range corpusRows(t, dir) {
+		if row.kind == "compose" {
+			continue
+		}
+		n++
+		t.Run(row.path, func(t *testing.T) {
+			projects := Load(context.Background(), Options{Paths: []string{filepath.Join(dir, row.path)}})
+			if len(projects) != 1 || !projects[0].Kubernetes {
+				t.Fatalf("not loaded as one Kubernetes manifest: %+v", projects)
+			}
+			p := projects[0]
+			for _, e := range p.Errors {
+				t.Errorf("load error: %v", e)
+			}
+			if len(p.Plans) == 0 {
+				t.Fatal("no container analysed")
+			}
+			Check(p, Config{})
+			switch row.mount {
+			case "emptyDir-memory":
+				if !anyPlan(p, func(s *ShmPlan) bool { return s.Source == SourceEmptyDirMemory }) {
+					t.Error("no memory emptyDir at /dev/shm found")
+				}
+			case "bind":
+				if !anyPlan(p, func(s *ShmPlan) bool { return s.Source == SourceHostPath && s.K8s.HostPath == "/dev/shm" }) {
+					t.Error("no hostPath of /dev/shm found")
+				}
+			}
+			if row.gpu == "yes" && !anyPlan(p, func(s *ShmPlan) bool { return s.GPU }) {
+				t.Error("no accelerator request found")
+			}
+			if row.ipc == "hostIPC: true" && !anyPlan(p, func(s *ShmPlan) bool { return s.K8s.HostIPC }) {
+				t.Error("hostIPC not found")
+			}
+			for c, v := range facts(row.memLimit) {
+				want, err := ParseQuantity(v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !anyPlan(p, func(s *ShmPlan) bool { return s.K8s.Container == c && s.MemLimit != nil && *s.MemLimit == want }) {
+					t.Errorf("container %s: memory limit %s not found", c, v)
+				}
+			}
+			for c, v := range facts(row.shmSize) {
+				want, err := ParseQuantity(strings.TrimPrefix(v, "sizeLimit="))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !anyPlan(p, func(s *ShmPlan) bool {
+					return s.K8s.Container == c && s.K8s.SizeLimit != nil && *s.K8s.SizeLimit == want
+				}) {
+					t.Errorf("container %s: sizeLimit %s not found", c, v)
+				}
+			}
+		})
+	}
+	if n < 20 {
+		t.Fatalf("only %d manifests in the corpus index", n)
+	}
+}

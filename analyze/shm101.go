@@ -1,0 +1,33 @@
+package analyze
+
+import "fmt"
+
+var shm101 = Rule{
+	ID:         "SHM101",
+	Name:       "k8s-shm-default",
+	Severity:   Warning,
+	Title:      "shared-memory container without a volume at /dev/shm",
+	Kubernetes: true,
+	Doc: Doc{
+		Rationale: "Kubernetes does not size /dev/shm: a container gets the runtime's 64 MiB unless a volume is " +
+			"mounted there. PyTorch DataLoader workers, NCCL, vLLM, Triton, Ray and browsers outgrow it and die of " +
+			"SIGBUS or ENOSPC. The fix is an emptyDir with medium: Memory mounted at /dev/shm, with a sizeLimit.",
+		Problematic: "spec:\n  containers:\n    - name: vllm\n      image: vllm/vllm-openai:v0.6.3\n",
+		Correct: "spec:\n  containers:\n    - name: vllm\n      image: vllm/vllm-openai:v0.6.3\n      resources:\n        limits:\n          memory: 16Gi\n" +
+			"      volumeMounts:\n        - name: dshm\n          mountPath: /dev/shm\n  volumes:\n    - name: dshm\n      emptyDir:\n        medium: Memory\n        sizeLimit: 2Gi\n",
+		Exceptions: "Containers that share memory with the node on purpose (hostIPC: true, SHM105) get the node's /dev/shm instead.",
+		Sources:    []string{srcEmptyDir, "vLLM documentation, Using Kubernetes (a 2Gi memory emptyDir at /dev/shm): https://docs.vllm.ai/en/stable/deployment/k8s/"},
+	},
+	Check: func(p *Pass) {
+		plan := p.Plan
+		if plan.Source != SourceDefault || !plan.Workload() {
+			return
+		}
+		size := recommend(plan)
+		p.Report(Finding{
+			Message: fmt.Sprintf("no volume is mounted at /dev/shm: the container gets the runtime's 64 MiB, and %s", why(plan)),
+			Remediation: fmt.Sprintf("Mount a memory-backed emptyDir at /dev/shm in the pod spec:%s%s",
+				shmVolumeSnippet(plan, size), k8sMemoryNote(plan, size)),
+		})
+	},
+}

@@ -1,0 +1,34 @@
+package analyze
+
+import "fmt"
+
+var shm103 = Rule{
+	ID:         "SHM103",
+	Name:       "k8s-shm-unsized",
+	Severity:   Warning,
+	Title:      "memory emptyDir at /dev/shm without sizeLimit",
+	Kubernetes: true,
+	Doc: Doc{
+		Rationale: "Since Kubernetes 1.22 a memory-backed emptyDir is sized to the smallest of the node's allocatable " +
+			"memory, the pod's memory limit (when every container has one) and sizeLimit. Without sizeLimit, " +
+			"/dev/shm is as large as the pod's limit or the node's memory, and a runaway writer ends in an OOM " +
+			"kill or node memory pressure instead of ENOSPC.",
+		Problematic: "volumes:\n  - name: dshm\n    emptyDir:\n      medium: Memory\n",
+		Correct:     "volumes:\n  - name: dshm\n    emptyDir:\n      medium: Memory\n      sizeLimit: 2Gi\n",
+		Exceptions:  "A pod whose containers all have memory limits is bounded by them; the rule still asks for an explicit size.",
+		Sources:     []string{srcEmptyDir, srcEmptyDirAPI, srcMemory},
+	},
+	Check: func(p *Pass) {
+		plan := p.Plan
+		if plan.Source != SourceEmptyDirMemory || plan.K8s.SizeLimit != nil {
+			return
+		}
+		size := recommend(plan)
+		p.Report(Finding{
+			Pos:     plan.K8s.VolumePos,
+			Message: fmt.Sprintf("memory emptyDir %s at /dev/shm has no sizeLimit: it is bounded only by %s", plan.K8s.Volume, podBound(plan)),
+			Remediation: fmt.Sprintf("Add a sizeLimit to the emptyDir:%s%s",
+				emptyDirSnippet(plan, size), k8sMemoryNote(plan, size)),
+		})
+	},
+}

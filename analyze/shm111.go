@@ -1,0 +1,33 @@
+package analyze
+
+import "fmt"
+
+var shm111 = Rule{
+	ID:         "SHM111",
+	Name:       "k8s-shm-too-small",
+	Severity:   Warning,
+	Title:      "sizeLimit of /dev/shm below what the workload needs",
+	Kubernetes: true,
+	Doc: Doc{
+		Rationale: "A memory emptyDir's sizeLimit is the size of /dev/shm. Below the workload's recommended minimum " +
+			"(vLLM, Triton, TGI, NIM, Ray, PyTorch) or the need declared through the annotation shmdoctor.io/need or " +
+			"--need, writers fail with ENOSPC or SIGBUS.",
+		Problematic: "metadata:\n  annotations:\n    shmdoctor.io/need: 8Gi\nspec:\n  volumes:\n    - name: dshm\n      emptyDir:\n        medium: Memory\n        sizeLimit: 1Gi\n",
+		Correct:     "metadata:\n  annotations:\n    shmdoctor.io/need: 8Gi\nspec:\n  volumes:\n    - name: dshm\n      emptyDir:\n        medium: Memory\n        sizeLimit: 8Gi\n",
+		Exceptions:  "Small models and single-GPU serving may need less than a profile's minimum: declare the real need with shmdoctor.io/need.",
+		Sources:     []string{srcEmptyDir, "vLLM documentation, Using Kubernetes: https://docs.vllm.ai/en/stable/deployment/k8s/"},
+	},
+	Check: func(p *Pass) {
+		plan, k := p.Plan, p.Plan.K8s
+		if plan.Source != SourceEmptyDirMemory || k.SizeLimit == nil || !plan.Workload() || *k.SizeLimit >= plan.Target() {
+			return
+		}
+		size := recommend(plan)
+		p.Report(Finding{
+			Pos:     k.SizeLimitPos,
+			Message: fmt.Sprintf("sizeLimit %s of /dev/shm is below what the workload needs: %s", FormatSize(*k.SizeLimit), why(plan)),
+			Remediation: fmt.Sprintf("Raise sizeLimit to %s:%s%s", K8sSize(size),
+				emptyDirSnippet(plan, size), k8sMemoryNote(plan, size)),
+		})
+	},
+}
