@@ -106,7 +106,7 @@ type target struct {
 	files   []string
 	dir     string
 	stdin   []byte
-	explict bool // a PATH argument: COMPOSE_FILE from the environment does not apply
+	explicit bool // a PATH argument: COMPOSE_FILE from the environment does not apply
 	k8s     bool // a Kubernetes manifest (or a Helm template), told by its content
 	err     *LoadError
 }
@@ -129,7 +129,7 @@ func targets(opts Options) []target {
 	for _, p := range opts.Paths {
 		if p == "-" {
 			b, err := readStdin(opts.Stdin)
-			t := target{files: []string{"-"}, dir: opts.ProjectDir, stdin: b, explict: true}
+			t := target{files: []string{"-"}, dir: opts.ProjectDir, stdin: b, explicit: true}
 			if err != nil {
 				t.err = &LoadError{Pos: Pos{File: StdinName}, Msg: err.Error()}
 			} else if k, _, _ := sniff(b); k != inputCompose {
@@ -143,7 +143,7 @@ func targets(opts Options) []target {
 		case err != nil:
 			out = append(out, target{files: []string{p}, err: &LoadError{Pos: Pos{File: p}, Msg: cleanPathErr(err)}})
 		case !st.IsDir():
-			out = append(out, target{files: []string{p}, dir: opts.ProjectDir, explict: true, k8s: sniffFile(p) != inputCompose})
+			out = append(out, target{files: []string{p}, dir: opts.ProjectDir, explicit: true, k8s: sniffFile(p) != inputCompose})
 		case opts.Recursive:
 			found, err := findProjects(p)
 			if err != nil {
@@ -154,9 +154,9 @@ func targets(opts Options) []target {
 			}
 			for _, f := range found {
 				if f.manifest {
-					out = append(out, target{files: []string{f.path}, explict: true, k8s: true})
+					out = append(out, target{files: []string{f.path}, explicit: true, k8s: true})
 				} else {
-					out = append(out, target{dir: f.path, explict: true})
+					out = append(out, target{dir: f.path, explicit: true})
 				}
 			}
 		default:
@@ -165,12 +165,12 @@ func targets(opts Options) []target {
 			if !hasComposeFile(p) {
 				if ms := folderManifests(p); len(ms) > 0 {
 					for _, m := range ms {
-						out = append(out, target{files: []string{m}, explict: true, k8s: true})
+						out = append(out, target{files: []string{m}, explicit: true, k8s: true})
 					}
 					continue
 				}
 			}
-			out = append(out, target{dir: p, explict: true})
+			out = append(out, target{dir: p, explicit: true})
 		}
 	}
 	return out
@@ -291,7 +291,7 @@ func (p *Project) fail(pos Pos, format string, args ...any) {
 
 func (p *Project) load(ctx context.Context, t target, opts Options) {
 	env := os.Environ()
-	if t.explict {
+	if t.explicit {
 		env = slicesDelete(env, "COMPOSE_FILE=")
 	}
 	pwd, _ := os.Getwd()

@@ -75,18 +75,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 type subcommand func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error)
 
-var subcommands map[string]subcommand
-
-func init() {
-	// A map literal referring to check would be an initialization cycle: check's help lists
-	// the subcommands.
-	subcommands = map[string]subcommand{
-		"check":   check,
-		"rules":   rules,
-		"explain": explain,
-		"version": version,
-		"agent":   agent,
-		"probe":   probeCmd,
-		"host":    host,
-	}
+// subcommands maps the first argument to its command; anything else is a check.
+var subcommands = map[string]subcommand{
+	"check":   check,
+	"rules":   rules,
+	"explain": explain,
+	"version": version,
+	"agent":   agent,
+	"probe":   probeCmd,
+	"host":    host,
 }
