@@ -103,12 +103,12 @@ func Load(ctx context.Context, opts Options) []*Project {
 
 // target is one project to load.
 type target struct {
-	files   []string
-	dir     string
-	stdin   []byte
+	files    []string
+	dir      string
+	stdin    []byte
 	explicit bool // a PATH argument: COMPOSE_FILE from the environment does not apply
-	k8s     bool // a Kubernetes manifest (or a Helm template), told by its content
-	err     *LoadError
+	k8s      bool // a Kubernetes manifest (or a Helm template), told by its content
+	err      *LoadError
 }
 
 func (t target) name() string {
