@@ -155,10 +155,12 @@ func TestSARIFContent(t *testing.T) {
 				ToolExecutionNotifications []json.RawMessage
 			}
 			Results []struct {
-				RuleID           string
-				RuleIndex        int
-				Level            string
-				Locations        []struct{ PhysicalLocation struct{ Region map[string]int } }
+				RuleID    string
+				RuleIndex int
+				Level     string
+				Locations []struct {
+					PhysicalLocation struct{ Region map[string]int }
+				}
 				RelatedLocations []json.RawMessage
 			}
 		}
