@@ -38,8 +38,11 @@ type Renderer func(w io.Writer, r *Report, o Options) error
 
 // Formats maps a --format name to its renderer.
 var Formats = map[string]Renderer{
-	"text": Text,
-	"json": JSON,
+	"text":        Text,
+	"json":        JSON,
+	"sarif":       SARIF,
+	"github":      GitHub,
+	"codeclimate": CodeClimate,
 }
 
 // FormatNames lists the formats, sorted, for --format's help.

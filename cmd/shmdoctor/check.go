@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -49,6 +50,7 @@ Examples:
   shmdoctor -r .                             # every compose project and manifest in a monorepo
   helm template ./chart | shmdoctor -        # a rendered Helm chart
   shmdoctor --format json --fail-on error deploy/
+  shmdoctor --format text --format sarif -o - -o shmdoctor.sarif   # the log and code scanning
   shmdoctor --need 8g --policy isolation
 
 Exit status: 0 nothing at or above --fail-on, 1 findings at or above it,
@@ -60,7 +62,8 @@ Flags:
 type checkFlags struct {
 	load      analyze.Options
 	need      string
-	format    string
+	formats   []string
+	outputs   []string
 	failOn    string
 	policy    string
 	target    string
@@ -85,7 +88,8 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	fs.BoolVarP(&f.load.Recursive, "recursive", "r", false, "analyse every compose project under the folders given (skips .git, node_modules, vendor)")
 	fs.BoolVar(&f.load.StrictEnv, "strict-env", false, "treat unset variables and missing env files as errors, as docker compose does")
 	fs.StringVar(&f.need, "need", "", "the /dev/shm every service needs, such as 8g (overrides x-shmdoctor)")
-	fs.StringVar(&f.format, "format", "text", "output format: "+report.FormatNames())
+	fs.StringArrayVar(&f.formats, "format", []string{"text"}, "output `format`: "+report.FormatNames()+" (repeatable, with one --output each)")
+	fs.StringArrayVarP(&f.outputs, "output", "o", nil, "write the report to this `file`, atomically; - is standard output (one per --format, in order)")
 	fs.StringVar(&f.failOn, "fail-on", "warning", "exit 1 on findings at or above: error|warning|info|never")
 	fs.StringVar(&f.policy, "policy", "stability", "remediation strategy around ipc: host: stability (keep it) | isolation (replace it)")
 	fs.StringVar(&f.target, "target", "compose", "deployment engine: compose|swarm|podman")
@@ -105,7 +109,7 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	}
 	f.load.Paths = fs.Args()
 	f.load.Stdin = stdin
-	render, cfg, failOn, err := f.validate()
+	renders, cfg, failOn, err := f.validate()
 	if err != nil {
 		return exitUsage, err
 	}
@@ -130,8 +134,18 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if ctx.Err() != nil {
 		return exitInterrupted, ctx.Err()
 	}
-	if err := render(stdout, rep, report.Options{Color: useColor(f.color, stdout), Verbose: f.verbose, Quiet: f.quiet}); err != nil {
-		return exitUsage, fmt.Errorf("writing report: %w", err)
+	for i, render := range renders {
+		o := report.Options{Verbose: f.verbose, Quiet: f.quiet}
+		if out := f.outputs[i]; out != "-" {
+			if err := writeAtomic(out, func(w io.Writer) error { return render(w, rep, o) }); err != nil {
+				return exitUsage, fmt.Errorf("writing %s report: %w", f.formats[i], err)
+			}
+			continue
+		}
+		o.Color = useColor(f.color, stdout)
+		if err := render(stdout, rep, o); err != nil {
+			return exitUsage, fmt.Errorf("writing report: %w", err)
+		}
 	}
 	switch {
 	case rep.Errors() > 0:
@@ -142,11 +156,11 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	return exitClean, nil
 }
 
-func (f *checkFlags) validate() (report.Renderer, analyze.Config, analyze.Severity, error) {
+func (f *checkFlags) validate() ([]report.Renderer, analyze.Config, analyze.Severity, error) {
 	var cfg analyze.Config
-	render, ok := report.Formats[f.format]
-	if !ok {
-		return nil, cfg, 0, usagef("unknown format %q: use %s", f.format, report.FormatNames())
+	renders, err := f.validateOutputs()
+	if err != nil {
+		return nil, cfg, 0, err
 	}
 	var failOn analyze.Severity
 	if f.failOn != "never" {
@@ -196,7 +210,66 @@ func (f *checkFlags) validate() (report.Renderer, analyze.Config, analyze.Severi
 	if len(slices.DeleteFunc(slices.Clone(f.load.Paths), func(p string) bool { return p != "-" })) > 1 {
 		return nil, cfg, 0, usagef("standard input can be read once: give - only once")
 	}
-	return render, cfg, failOn, nil
+	return renders, cfg, failOn, nil
+}
+
+// validateOutputs pairs every --format with its --output, in order; a single format with no
+// --output goes to standard output.
+func (f *checkFlags) validateOutputs() ([]report.Renderer, error) {
+	var renders []report.Renderer
+	for _, name := range f.formats {
+		render, ok := report.Formats[name]
+		if !ok {
+			return nil, usagef("unknown format %q: use %s", name, report.FormatNames())
+		}
+		renders = append(renders, render)
+	}
+	if len(f.outputs) == 0 && len(f.formats) == 1 {
+		f.outputs = []string{"-"}
+	}
+	if len(f.outputs) != len(f.formats) {
+		return nil, usagef("%d --format and %d --output: give one --output per --format, in the same order (- for standard output)", len(f.formats), len(f.outputs))
+	}
+	seen := map[string]bool{}
+	for _, out := range f.outputs {
+		key := out
+		if out != "-" {
+			key = filepath.Clean(out)
+		}
+		if out == "" {
+			return nil, usagef("--output needs a file name, or - for standard output")
+		}
+		if seen[key] {
+			return nil, usagef("--output %s is given twice: each report needs its own", out)
+		}
+		seen[key] = true
+	}
+	return renders, nil
+}
+
+// writeAtomic writes a file through a temporary file in the same folder renamed over it, so
+// that a reader (a CI upload step) never sees a partial report; on error nothing is left.
+func writeAtomic(path string, write func(io.Writer) error) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err := write(tmp); err != nil {
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }
 
 // useColor decides colour: --color wins, then NO_COLOR, then whether out is a terminal.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
-	"strings"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
 )
@@ -43,28 +42,7 @@ func explain(_ context.Context, args []string, _ io.Reader, stdout, _ io.Writer)
 }
 
 // RuleDoc renders a rule's documentation as Markdown: the text of explain and of docs/rules.
-func RuleDoc(r *analyze.Rule) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# %s %s\n\n%s. Default severity: %s.\n\n", r.ID, r.Name, capitalize(r.Title), r.Severity)
-	fmt.Fprintf(&b, "## Rationale\n\n%s\n\n", r.Doc.Rationale)
-	fmt.Fprintf(&b, "## Problematic\n\n```yaml\n%s```\n\n", r.Doc.Problematic)
-	fmt.Fprintf(&b, "## Correct\n\n```yaml\n%s```\n\n", r.Doc.Correct)
-	fmt.Fprintf(&b, "## Exceptions\n\n%s\n", r.Doc.Exceptions)
-	if len(r.Doc.Sources) > 0 {
-		b.WriteString("\n## Sources\n\n")
-		for _, s := range r.Doc.Sources {
-			fmt.Fprintf(&b, "- %s\n", s)
-		}
-	}
-	return b.String()
-}
-
-func capitalize(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
-}
+func RuleDoc(r *analyze.Rule) string { return r.Markdown() }
 
 // buildVersion is set at release build time with -ldflags "-X main.buildVersion=v1.2.3".
 var buildVersion = ""

@@ -1,0 +1,31 @@
+package analyze
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Markdown renders the rule's documentation as Markdown: the one text behind `shmdoctor
+// explain`, docs/rules and the help of SARIF rules.
+func (r *Rule) Markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s %s\n\n%s. Default severity: %s.\n\n", r.ID, r.Name, capitalize(r.Title), r.Severity)
+	fmt.Fprintf(&b, "## Rationale\n\n%s\n\n", r.Doc.Rationale)
+	fmt.Fprintf(&b, "## Problematic\n\n```yaml\n%s```\n\n", r.Doc.Problematic)
+	fmt.Fprintf(&b, "## Correct\n\n```yaml\n%s```\n\n", r.Doc.Correct)
+	fmt.Fprintf(&b, "## Exceptions\n\n%s\n", r.Doc.Exceptions)
+	if len(r.Doc.Sources) > 0 {
+		b.WriteString("\n## Sources\n\n")
+		for _, s := range r.Doc.Sources {
+			fmt.Fprintf(&b, "- %s\n", s)
+		}
+	}
+	return b.String()
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}

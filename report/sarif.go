@@ -1,0 +1,201 @@
+package report
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/url"
+	"path/filepath"
+	"strings"
+
+	"github.com/shmdoctor/shmdoctor/analyze"
+)
+
+const (
+	sarifSchema  = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+	toolInfoURI  = "https://github.com/shmdoctor/shmdoctor"
+	ruleDocsURI  = "https://github.com/shmdoctor/shmdoctor/blob/main/docs/rules/"
+	sarifFPField = "shmdoctor/v1"
+)
+
+type sarifLog struct {
+	Schema  string     `json:"$schema"`
+	Version string     `json:"version"`
+	Runs    []sarifRun `json:"runs"`
+}
+
+type sarifRun struct {
+	Tool        sarifTool         `json:"tool"`
+	Invocations []sarifInvocation `json:"invocations"`
+	Results     []sarifResult     `json:"results"`
+}
+
+type sarifTool struct {
+	Driver sarifDriver `json:"driver"`
+}
+
+type sarifDriver struct {
+	Name           string      `json:"name"`
+	Version        string      `json:"version,omitempty"`
+	InformationURI string      `json:"informationUri"`
+	Rules          []sarifRule `json:"rules"`
+}
+
+type sarifRule struct {
+	ID                   string           `json:"id"`
+	Name                 string           `json:"name"`
+	ShortDescription     sarifText        `json:"shortDescription"`
+	FullDescription      sarifText        `json:"fullDescription"`
+	Help                 sarifHelp        `json:"help"`
+	HelpURI              string           `json:"helpUri"`
+	DefaultConfiguration sarifRuleConfig  `json:"defaultConfiguration"`
+	Properties           *sarifProperties `json:"properties,omitempty"`
+}
+
+type sarifProperties struct {
+	Tags []string `json:"tags,omitempty"`
+}
+
+type sarifText struct {
+	Text string `json:"text"`
+}
+
+type sarifHelp struct {
+	Text     string `json:"text"`
+	Markdown string `json:"markdown"`
+}
+
+type sarifRuleConfig struct {
+	Level string `json:"level"`
+}
+
+type sarifInvocation struct {
+	ExecutionSuccessful        bool                `json:"executionSuccessful"`
+	ToolExecutionNotifications []sarifNotification `json:"toolExecutionNotifications,omitempty"`
+}
+
+type sarifNotification struct {
+	Level     string          `json:"level"`
+	Message   sarifText       `json:"message"`
+	Locations []sarifLocation `json:"locations,omitempty"`
+}
+
+type sarifResult struct {
+	RuleID              string            `json:"ruleId"`
+	RuleIndex           int               `json:"ruleIndex"`
+	Level               string            `json:"level"`
+	Message             sarifText         `json:"message"`
+	Locations           []sarifLocation   `json:"locations"`
+	RelatedLocations    []sarifLocation   `json:"relatedLocations,omitempty"`
+	PartialFingerprints map[string]string `json:"partialFingerprints"`
+}
+
+type sarifLocation struct {
+	ID               *int                  `json:"id,omitempty"`
+	PhysicalLocation sarifPhysicalLocation `json:"physicalLocation"`
+}
+
+type sarifPhysicalLocation struct {
+	ArtifactLocation sarifArtifact `json:"artifactLocation"`
+	Region           sarifRegion   `json:"region"`
+}
+
+type sarifArtifact struct {
+	URI string `json:"uri"`
+}
+
+type sarifRegion struct {
+	StartLine   int `json:"startLine"`
+	StartColumn int `json:"startColumn,omitempty"`
+}
+
+var sarifLevels = map[analyze.Severity]string{analyze.Error: "error", analyze.Warning: "warning", analyze.Info: "note"}
+
+// SARIF writes the report as a SARIF 2.1.0 log with one run, as GitHub code scanning takes
+// it: every rule of the registry with its documentation, one result per finding, and load
+// errors as tool execution notifications of a failed invocation.
+func SARIF(w io.Writer, r *Report, _ Options) error {
+	driver := sarifDriver{Name: "shmdoctor", Version: r.Version, InformationURI: toolInfoURI, Rules: []sarifRule{}}
+	index := map[string]int{}
+	for i := range analyze.Rules {
+		rule := &analyze.Rules[i]
+		index[rule.ID] = i
+		doc := rule.Markdown()
+		sr := sarifRule{
+			ID: rule.ID, Name: rule.Name,
+			ShortDescription:     sarifText{rule.Title},
+			FullDescription:      sarifText{rule.Doc.Rationale},
+			Help:                 sarifHelp{Text: doc, Markdown: doc},
+			HelpURI:              ruleDocsURI + rule.ID + ".md",
+			DefaultConfiguration: sarifRuleConfig{sarifLevels[rule.Severity]},
+		}
+		if rule.Kubernetes {
+			sr.Properties = &sarifProperties{Tags: []string{"kubernetes"}}
+		} else {
+			sr.Properties = &sarifProperties{Tags: []string{"compose"}}
+		}
+		driver.Rules = append(driver.Rules, sr)
+	}
+	run := sarifRun{Tool: sarifTool{driver}, Results: []sarifResult{}}
+	inv := sarifInvocation{ExecutionSuccessful: r.Errors() == 0}
+	for _, p := range r.Projects {
+		for _, e := range p.Errors {
+			n := sarifNotification{Level: "error", Message: sarifText{e.Msg}}
+			if e.File != "" {
+				n.Locations = []sarifLocation{sarifLoc(e.Pos)}
+			}
+			inv.ToolExecutionNotifications = append(inv.ToolExecutionNotifications, n)
+		}
+		for _, f := range p.Findings {
+			res := sarifResult{
+				RuleID: f.Rule, RuleIndex: index[f.Rule], Level: sarifLevels[f.Severity],
+				Message:             sarifText{f.Message + " " + f.Remediation},
+				Locations:           []sarifLocation{sarifLoc(f.Pos)},
+				PartialFingerprints: map[string]string{sarifFPField: fingerprint(f)},
+			}
+			for i, rel := range f.Related {
+				l := sarifLoc(rel)
+				l.ID = &i
+				res.RelatedLocations = append(res.RelatedLocations, l)
+			}
+			run.Results = append(run.Results, res)
+		}
+	}
+	run.Invocations = []sarifInvocation{inv}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(sarifLog{Schema: sarifSchema, Version: "2.1.0", Runs: []sarifRun{run}})
+}
+
+func sarifLoc(p analyze.Pos) sarifLocation {
+	return sarifLocation{PhysicalLocation: sarifPhysicalLocation{
+		ArtifactLocation: sarifArtifact{artifactURI(p.File)},
+		Region:           sarifRegion{StartLine: max(p.Line, 1), StartColumn: p.Column},
+	}}
+}
+
+// artifactURI is a file as a URI reference: relative with forward slashes when the file is
+// below the working folder (code scanning resolves it against the repository), a file URI
+// otherwise.
+func artifactURI(file string) string {
+	s := filepath.ToSlash(file)
+	if filepath.IsAbs(file) {
+		if !strings.HasPrefix(s, "/") {
+			s = "/" + s // a Windows drive
+		}
+		return (&url.URL{Scheme: "file", Path: s}).String()
+	}
+	return (&url.URL{Path: s}).String()
+}
+
+// fingerprint identifies a finding across runs: it does not move when lines are inserted
+// above the key.
+func fingerprint(f analyze.Finding) string {
+	h := sha256.New()
+	for _, s := range []string{f.Rule, f.Service, filepath.ToSlash(f.File), f.Message} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
