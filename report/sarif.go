@@ -150,7 +150,7 @@ func SARIF(w io.Writer, r *Report, _ Options) error {
 		for _, f := range p.Findings {
 			res := sarifResult{
 				RuleID: f.Rule, RuleIndex: index[f.Rule], Level: sarifLevels[f.Severity],
-				Message:             sarifText{f.Message + " " + f.Remediation},
+				Message:             sarifText{f.Message + ". " + f.Remediation},
 				Locations:           []sarifLocation{sarifLoc(f.Pos)},
 				PartialFingerprints: map[string]string{sarifFPField: fingerprint(f)},
 			}
