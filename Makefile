@@ -5,7 +5,7 @@ FUZZTIME ?= 10s
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.buildVersion=$(VERSION)
 
-.PHONY: build demo test fuzz bench vet install clean
+.PHONY: build demo test fuzz bench vet install clean docs
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/shmdoctor
@@ -28,6 +28,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzResolve$$' -fuzztime $(FUZZTIME) ./analyze
 
 # Static analysis against docker compose config, then the probe against docker run and dd.
+# docs/rules/*.md are generated from the rule registry; TestRuleDocs fails when they are stale.
+docs:
+	$(GO) test -count=1 -run '^TestRuleDocs$$' ./analyze -update-docs
+
 bench:
 	./scripts/bench.sh
 	./scripts/bench-probe.sh
