@@ -5,7 +5,7 @@ FUZZTIME ?= 10s
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.buildVersion=$(VERSION)
 
-.PHONY: build demo test fuzz bench vet install clean docs
+.PHONY: build demo test fuzz bench vet install install-plugin clean docs
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/shmdoctor
@@ -38,6 +38,12 @@ bench:
 
 install:
 	CGO_ENABLED=0 $(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/shmdoctor
+
+# docker shmdoctor ...: the same binary as a docker CLI plugin.
+PLUGIN_DIR ?= $(HOME)/.docker/cli-plugins
+install-plugin: build
+	mkdir -p $(PLUGIN_DIR)
+	cp $(BIN) $(PLUGIN_DIR)/docker-shmdoctor
 
 clean:
 	rm -rf bin dist

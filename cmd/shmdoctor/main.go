@@ -26,7 +26,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "shmdoctor: interrupted")
 		os.Exit(exitInterrupted)
 	}()
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	code := run(ctx, pluginArgs(os.Args[0], os.Args[1:], os.Setenv), os.Stdin, os.Stdout, os.Stderr)
 	os.Exit(code)
 }
 
@@ -84,4 +84,6 @@ var subcommands = map[string]subcommand{
 	"agent":   agent,
 	"probe":   probeCmd,
 	"host":    host,
+
+	pluginMetadataCommand: pluginMetadata,
 }

@@ -371,3 +371,15 @@ func TestTextFlags(t *testing.T) {
 		t.Error("escape codes without a terminal")
 	}
 }
+
+func TestPluginArgs(t *testing.T) {
+	env := map[string]string{}
+	setenv := func(k, v string) error { env[k] = v; return nil }
+	got := pluginArgs("/home/u/.docker/cli-plugins/docker-shmdoctor", []string{"--context", "remote", "-H=tcp://h:2376", "--debug", "shmdoctor", "-r", "."}, setenv)
+	if strings.Join(got, " ") != "-r ." || env["DOCKER_CONTEXT"] != "remote" || env["DOCKER_HOST"] != "tcp://h:2376" {
+		t.Errorf("args %q, env %v", got, env)
+	}
+	if got := pluginArgs("shmdoctor", []string{"shmdoctor", "x"}, setenv); len(got) != 2 {
+		t.Errorf("outside docker the arguments are the doctor's own: %q", got)
+	}
+}

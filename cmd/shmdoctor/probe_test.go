@@ -252,3 +252,46 @@ func deref(n *int64) any {
 	}
 	return *n
 }
+
+// TestDockerPlugin installs the binary as a docker CLI plugin in a private config folder and
+// runs it through the real docker CLI: the metadata call, then `docker shmdoctor ...`.
+func TestDockerPlugin(t *testing.T) {
+	docker, err := exec.LookPath("docker")
+	if err != nil {
+		t.Fatalf("the docker CLI is needed: %v", err)
+	}
+	config := t.TempDir()
+	plugins := filepath.Join(config, "cli-plugins")
+	if err := os.MkdirAll(plugins, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin, err := os.ReadFile(buildDoctor(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(plugins, "docker-shmdoctor"), bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(docker, "shmdoctor", "--probe", "never", "--format", "json", "testdata/rules/SHM001")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+config)
+	out, err := cmd.Output()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitFindings {
+		t.Fatalf("docker shmdoctor: %v: %s %s", err, out, errOutput(err))
+	}
+	if !strings.Contains(string(out), `"rule": "SHM001"`) {
+		t.Errorf("docker shmdoctor did not analyse the stack: %s", out)
+	}
+	help := exec.Command(docker, "--help")
+	help.Env = cmd.Env
+	if h, _ := help.CombinedOutput(); !strings.Contains(string(h), "shmdoctor") {
+		t.Errorf("docker --help does not list the plugin:\n%s", h)
+	}
+}
+
+func errOutput(err error) string {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return string(ee.Stderr)
+	}
+	return ""
+}
