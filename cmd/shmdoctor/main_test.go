@@ -383,3 +383,20 @@ func TestPluginArgs(t *testing.T) {
 		t.Errorf("outside docker the arguments are the doctor's own: %q", got)
 	}
 }
+
+// TestProjectDirectory: --project-directory decides where .env is read from, as in docker compose.
+func TestProjectDirectory(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"stack/compose.yaml": "services:\n  app:\n    image: alpine\n    shm_size: ${SHM:-64m}\n",
+		"env/.env":           "SHM=512m\n",
+	})
+	_, doc, _ := jsonRun(t, "", "-f", filepath.Join(dir, "stack", "compose.yaml"), "--project-directory", filepath.Join(dir, "env"))
+	s := doc.Projects[0].Services[0].Shm
+	if s.ConfiguredBytes == nil || *s.ConfiguredBytes != 512<<20 {
+		t.Errorf("the project directory's .env was not used: %+v", s)
+	}
+	_, doc, _ = jsonRun(t, "", "-f", filepath.Join(dir, "stack", "compose.yaml"), "-p", "custom")
+	if doc.Projects[0].Name != "custom" || *doc.Projects[0].Services[0].Shm.ConfiguredBytes != 64<<20 {
+		t.Errorf("-p or the default: %+v", doc.Projects[0])
+	}
+}
