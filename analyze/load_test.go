@@ -2,26 +2,12 @@ package analyze
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-func writeTree(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
+	"github.com/shmdoctor/shmdoctor/internal/testutil"
+)
 
 // TestBadInput gives the loader broken projects: each must give one located, one-line error
 // naming the file (and the line where there is one), and never stop the other projects.
@@ -57,10 +43,10 @@ func TestBadInput(t *testing.T) {
 		{"empty file", map[string]string{"compose.yaml": ""}, "compose.yaml", 0, "empty"},
 		{"not a mapping", map[string]string{"compose.yaml": "- a\n- b\n"}, "compose.yaml", 0, "mapping"},
 	}
-	good := writeTree(t, map[string]string{"compose.yaml": "services:\n  ok:\n    image: alpine\n"})
+	good := testutil.WriteFiles(t, map[string]string{"compose.yaml": "services:\n  ok:\n    image: alpine\n"})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			dir := writeTree(t, c.files)
+			dir := testutil.WriteFiles(t, c.files)
 			projects := Load(context.Background(), Options{Paths: []string{dir, good}})
 			if len(projects) != 2 {
 				t.Fatalf("%d projects", len(projects))
@@ -85,7 +71,7 @@ func TestBadInput(t *testing.T) {
 
 // TestPartialFile analyses an override file alone, as CI jobs check them, with a note.
 func TestPartialFile(t *testing.T) {
-	dir := writeTree(t, map[string]string{"gpu.yaml": "services:\n  app:\n    shm_size: 64m\n    deploy:\n      resources:\n        reservations:\n          devices: [{driver: nvidia, count: 1, capabilities: [gpu]}]\n"})
+	dir := testutil.WriteFiles(t, map[string]string{"gpu.yaml": "services:\n  app:\n    shm_size: 64m\n    deploy:\n      resources:\n        reservations:\n          devices: [{driver: nvidia, count: 1, capabilities: [gpu]}]\n"})
 	p := Load(context.Background(), Options{Paths: []string{filepath.Join(dir, "gpu.yaml")}})[0]
 	if len(p.Errors) > 0 || p.Compose == nil {
 		t.Fatalf("errors: %v", p.Errors)
@@ -106,7 +92,7 @@ func TestPartialFile(t *testing.T) {
 // depending on them are marked, not guessed.
 func TestUnsetVariables(t *testing.T) {
 	t.Setenv("SHMDOCTOR_TEST_SET", "1g")
-	dir := writeTree(t, map[string]string{"compose.yaml": `services:
+	dir := testutil.WriteFiles(t, map[string]string{"compose.yaml": `services:
   nim:
     image: nvcr.io/nim/meta/llama3-8b-instruct:latest
     shm_size: ${NIM_SHM}

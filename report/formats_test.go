@@ -13,27 +13,18 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
 
-// moduleRoot walks up from the test's folder to go.mod.
 func moduleRoot(t *testing.T) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	root, err := testutil.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test folder")
-		}
-		dir = parent
-	}
+	return root
 }
 
 // demoReport checks testdata/demo from the module root, so that files are named as a user
@@ -78,19 +69,7 @@ func render(t *testing.T, format string, r *Report) string {
 
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join(moduleRoot(t), "report", "testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./report -update)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the output (go test ./report -update rewrites it):\n--- got\n%s", name, got)
-	}
+	testutil.Golden(t, filepath.Join(moduleRoot(t), "report", "testdata", name), got, *update, "go test ./report -update")
 }
 
 func TestFormatGoldens(t *testing.T) {

@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/shmdoctor/shmdoctor/internal/testutil"
 )
 
 const multiDoc = `apiVersion: v1
@@ -54,7 +56,7 @@ func TestKubernetesStdin(t *testing.T) {
 }
 
 func TestKubernetesFolderAndRecursive(t *testing.T) {
-	dir := writeFiles(t, map[string]string{
+	dir := testutil.WriteFiles(t, map[string]string{
 		"k8s/a.yaml":             multiDoc,
 		"k8s/b.yml":              "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
 		"k8s/notes.yaml":         "hello: world\n",

@@ -5,10 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/shmdoctor/shmdoctor/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -30,19 +31,7 @@ func shmdoctor(t *testing.T, stdin string, args ...string) (code int, stdout, st
 
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join(repoRoot(t), "cmd", "shmdoctor", "testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./cmd/shmdoctor -update)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the output (go test ./cmd/shmdoctor -update rewrites it):\n--- got\n%s", name, got)
-	}
+	testutil.Golden(t, filepath.Join(repoRoot(t), "cmd", "shmdoctor", "testdata", name), got, *update, "go test ./cmd/shmdoctor -update")
 }
 
 func TestDemoGolden(t *testing.T) {
@@ -132,22 +121,6 @@ func TestExitCodes(t *testing.T) {
 	}
 }
 
-// writeFiles lays out a tree of files under a temp folder and returns it.
-func writeFiles(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
 type jsonOut struct {
 	Projects []struct {
 		Name     string
@@ -185,7 +158,7 @@ func jsonRun(t *testing.T, stdin string, args ...string) (int, jsonOut, string) 
 }
 
 func TestDiscovery(t *testing.T) {
-	dir := writeFiles(t, map[string]string{
+	dir := testutil.WriteFiles(t, map[string]string{
 		"compose.yaml":          "services:\n  app:\n    image: alpine\n    shm_size: 1g\n",
 		"compose.override.yaml": "services:\n  app:\n    ipc: host\n",
 		"other.yaml":            "services:\n  other:\n    image: alpine\n",
@@ -258,7 +231,7 @@ func TestDiscovery(t *testing.T) {
 }
 
 func TestRecursive(t *testing.T) {
-	dir := writeFiles(t, map[string]string{
+	dir := testutil.WriteFiles(t, map[string]string{
 		"a/compose.yaml":               "services:\n  a:\n    image: alpine\n    ipc: host\n    shm_size: 1g\n",
 		"b/c/docker-compose.yml":       "services:\n  c:\n    image: alpine\n",
 		"broken/compose.yaml":          "services:\n  x: [\n",
@@ -296,7 +269,7 @@ func TestRecursive(t *testing.T) {
 }
 
 func TestProfilesAndEnv(t *testing.T) {
-	dir := writeFiles(t, map[string]string{
+	dir := testutil.WriteFiles(t, map[string]string{
 		"compose.yaml": `services:
   web:
     image: nginx
@@ -342,7 +315,7 @@ func TestProfilesAndEnv(t *testing.T) {
 		}
 	})
 	t.Run("--env-file", func(t *testing.T) {
-		env := writeFiles(t, map[string]string{"prod.env": "SHM_SIZE=4g\nMEM_LIMIT=8g\nHF_TOKEN=x\n"})
+		env := testutil.WriteFiles(t, map[string]string{"prod.env": "SHM_SIZE=4g\nMEM_LIMIT=8g\nHF_TOKEN=x\n"})
 		_, doc, _ := jsonRun(t, "", "--env-file", filepath.Join(env, "prod.env"), dir)
 		for _, s := range doc.Projects[0].Services {
 			if s.Name == "trainer" && (s.Shm.MemoryLimit == nil || *s.Shm.MemoryLimit != 8<<30) {
@@ -386,7 +359,7 @@ func TestPluginArgs(t *testing.T) {
 
 // TestProjectDirectory: --project-directory decides where .env is read from, as in docker compose.
 func TestProjectDirectory(t *testing.T) {
-	dir := writeFiles(t, map[string]string{
+	dir := testutil.WriteFiles(t, map[string]string{
 		"stack/compose.yaml": "services:\n  app:\n    image: alpine\n    shm_size: ${SHM:-64m}\n",
 		"env/.env":           "SHM=512m\n",
 	})

@@ -5,13 +5,13 @@ package reference
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/shmdoctor/shmdoctor/internal/testutil"
 )
 
 var (
@@ -23,7 +23,7 @@ var (
 // Compose returns the path of the reference docker compose binary, building it on first use.
 func Compose() (string, error) {
 	once.Do(func() {
-		root, e := repoRoot()
+		root, e := testutil.ModuleRoot()
 		if e != nil {
 			err = e
 			return
@@ -40,22 +40,4 @@ func Compose() (string, error) {
 		path = strings.TrimSpace(lines[len(lines)-1])
 	})
 	return path, err
-}
-
-// repoRoot is the nearest folder above the working folder that holds go.mod.
-func repoRoot() (string, error) {
-	dir, e := os.Getwd()
-	if e != nil {
-		return "", e
-	}
-	for {
-		if _, e := os.Stat(filepath.Join(dir, "go.mod")); e == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working folder")
-		}
-		dir = parent
-	}
 }

@@ -1,0 +1,63 @@
+// Package testutil holds the helpers the packages' tests share: the module root, golden
+// files and file trees.
+package testutil
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// ModuleRoot is the nearest folder above the working folder that holds go.mod.
+func ModuleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working folder")
+		}
+		dir = parent
+	}
+}
+
+// Golden compares got with the file at path; with update it rewrites the file first.
+// hint says how to regenerate it ("go test ./report -update").
+func Golden(t testing.TB, path, got string, update bool, hint string) {
+	t.Helper()
+	if update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (%s writes it)", err, hint)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from the output (%s rewrites it):\n--- got\n%s", filepath.Base(path), hint, got)
+	}
+}
+
+// WriteFiles lays out files (name -> content, names may hold folders) under a new temporary
+// folder and returns it.
+func WriteFiles(t testing.TB, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
