@@ -107,12 +107,17 @@ func TestExitCodes(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			code, _, errs := shmdoctor(t, "", append([]string{"--probe", "never"}[:0:0], c.args...)...)
+			args := c.args
+			if _, sub := subcommands[args[0]]; !sub {
+				args = append([]string{"--probe", "never"}, args...) // the analysis alone
+			}
+			code, out, errs := shmdoctor(t, "", args...)
 			if code != c.want {
 				t.Errorf("exit %d, want %d (stderr %q)", code, c.want, errs)
 			}
-			if c.want == exitUsage && !strings.HasPrefix(errs, "shmdoctor: ") && !strings.Contains(errs, "") {
-				t.Errorf("usage error without a message: %q", errs)
+			// A usage error says so on stderr; a load error is located in the report.
+			if c.want == exitUsage && !strings.HasPrefix(errs, "shmdoctor: ") && !strings.Contains(out, "  error ") {
+				t.Errorf("exit 2 without a message: stdout %q, stderr %q", out, errs)
 			}
 			if strings.Contains(errs, "goroutine") || strings.Contains(errs, "panic") {
 				t.Errorf("stack trace on stderr: %s", errs)
