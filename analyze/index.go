@@ -47,6 +47,9 @@ type Index struct {
 	docs  map[string][]*yaml.Node // the documents of each file
 	names map[string]string       // display names (stdin)
 	cwd   string                  // file names are shown relative to it when below it
+	// layerCache holds each service's layers: every rule asks for several keys of every
+	// service, and the files do not change once indexed.
+	layerCache map[string][]layer
 }
 
 // layer is one definition of a service in one file.
@@ -257,10 +260,17 @@ func extendsFile(svc *yaml.Node, dir string) string {
 
 // layers returns the definitions of a service, the one whose values win first.
 func (ix *Index) layers(service string) []layer {
+	if out, ok := ix.layerCache[service]; ok {
+		return out
+	}
 	var out []layer
 	for i := len(ix.top) - 1; i >= 0; i-- {
 		out = append(out, ix.fileLayers(ix.top[i], ix.dir, service, 0)...)
 	}
+	if ix.layerCache == nil {
+		ix.layerCache = map[string][]layer{}
+	}
+	ix.layerCache[service] = out
 	return out
 }
 
