@@ -31,14 +31,9 @@ func conformanceCompose(t *testing.T) string {
 	return ref
 }
 
-// conformanceFixture is the stack both docker compose and the doctor run: every service is
-// the probe image, whose agent measures /dev/shm, prints its report and stays up (so that
-// the joiner can join the donor and the logs can be read while compose keeps it running).
-//
-// Each service name says what it covers; every case the model knows how to map is here:
-// IPC modes, shm_size, both ways of mounting a tmpfs, binds and named volumes at /dev/shm,
-// and memory limits.
-const conformanceFixture = `name: {{project}}
+// conformanceHeader starts every conformance stack: each service is the probe image, whose
+// agent reports and stays up, labelled so that the leak checks see it.
+const conformanceHeader = `name: {{project}}
 
 x-probe: &probe
   image: {{image}}
@@ -49,7 +44,16 @@ x-probe: &probe
     io.shmdoctor.probe: {{label}}
     io.shmdoctor.project: {{project}}
 
-services:
+`
+
+// conformanceFixture is the stack both docker compose and the doctor run: every service is
+// the probe image, whose agent measures /dev/shm, prints its report and stays up (so that
+// the joiner can join the donor and the logs can be read while compose keeps it running).
+//
+// Each service name says what it covers; every case the model knows how to map is here:
+// IPC modes, shm_size, both ways of mounting a tmpfs, binds and named volumes at /dev/shm,
+// and memory limits.
+const conformanceFixture = conformanceHeader + `services:
   default-private:
     <<: *probe
   private-explicit:
@@ -129,18 +133,7 @@ volumes:
 
 // conformanceNonShareable is a donor left private, which neither docker compose nor the
 // doctor can join: compose fails on up, the doctor must report Docker's error (SHM205).
-const conformanceNonShareable = `name: {{project}}
-
-x-probe: &probe
-  image: {{image}}
-  pull_policy: never
-  command: ["--target", "0", "--hold", "60s"]
-  network_mode: none
-  labels:
-    io.shmdoctor.probe: {{label}}
-    io.shmdoctor.project: {{project}}
-
-services:
+const conformanceNonShareable = conformanceHeader + `services:
   donor:
     <<: *probe
     shm_size: 96m
