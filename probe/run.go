@@ -43,6 +43,9 @@ type Options struct {
 	Parallel int
 	// Binary is the doctor's own binary to put in the probe image; default os.Executable().
 	Binary string
+	// Progress, when set, is told each time a service's probe moves to the next stage. It is
+	// called from several goroutines at once.
+	Progress func(Event)
 
 	writeSize int64         // WriteProbe parsed
 	agentArgs []string      // extra agent flags, for tests
@@ -63,6 +66,37 @@ const (
 	// that survives Ctrl-C and the run's timeout.
 	removeTimeout = 20 * time.Second
 )
+
+// Stage is how far a service's probe has got.
+type Stage string
+
+// The stages of a service's probe, in order.
+const (
+	StageWaiting   Stage = "waiting"   // for a free slot (Parallel) or for its IPC donor
+	StageStarting  Stage = "starting"  // creating and starting the container
+	StageMeasuring Stage = "measuring" // the agent measures and runs the write probe
+	StageDone      Stage = "done"      // the Measurement is final
+)
+
+// Event is one service reaching a stage.
+type Event struct {
+	Service string
+	Stage   Stage
+	// Measurement is the service's result, set at StageDone.
+	Measurement *analyze.Measurement
+}
+
+// progress reports an event when the caller asked for progress.
+func (o Options) progress(n *node, s Stage) {
+	if o.Progress == nil {
+		return
+	}
+	e := Event{Service: n.plan.Service, Stage: s}
+	if s == StageDone {
+		e.Measurement = n.m
+	}
+	o.Progress(e)
+}
 
 func (o Options) normalized() (Options, error) {
 	if o.Timeout <= 0 {
@@ -146,6 +180,9 @@ func Run(ctx context.Context, c Client, plans []*analyze.ShmPlan, opts Options) 
 		n.spec = buildSpec(n.plan, o, r.runID, r.image, r.now(), hostSharedChain(n.plan, nodes))
 	}
 	link(order, nodes, o)
+	for _, n := range order {
+		o.progress(n, StageWaiting)
+	}
 
 	err = r.runAll(order)
 	return results, err
@@ -347,6 +384,7 @@ func (r *runner) probe(n *node) {
 		defer n.donor.joiners.Done()
 	}
 	id := r.measure(n)
+	r.o.progress(n, StageDone)
 	n.markReady()
 	if n.hold {
 		n.joiners.Wait()
@@ -391,6 +429,7 @@ func (r *runner) measure(n *node) string {
 		m.Error = r.stopReason()
 		return ""
 	}
+	r.o.progress(n, StageStarting)
 	if s.volume != "" {
 		name, err := r.findVolume(ctx, s.volume)
 		if err != nil {
@@ -417,6 +456,7 @@ func (r *runner) measure(n *node) string {
 		r.createFailed(n, err)
 		return id
 	}
+	r.o.progress(n, StageMeasuring)
 	if n.hold {
 		r.measureHeld(n, id)
 	} else {

@@ -124,7 +124,7 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		rep.Projects = append(rep.Projects, rp)
 	}
 	if f.probe != "never" && rep.Errors() == 0 || f.probe == "always" {
-		if err := probeAll(ctx, &f, rep, cfg); err != nil {
+		if err := probeAll(ctx, &f, rep, cfg, stderr); err != nil {
 			if ctx.Err() != nil {
 				return exitInterrupted, err
 			}
@@ -283,7 +283,12 @@ func useColor(mode string, out io.Writer) bool {
 	if os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
 		return false
 	}
-	f, ok := out.(*os.File)
+	return isTerminal(out)
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
 	if !ok {
 		return false
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -19,7 +20,7 @@ import (
 // probeAll measures every loaded project in throwaway containers and adds the measurement
 // findings. With --probe auto a daemon that does not answer is one line in the report; with
 // always it is an error.
-func probeAll(ctx context.Context, f *checkFlags, rep *report.Report, cfg analyze.Config) error {
+func probeAll(ctx context.Context, f *checkFlags, rep *report.Report, cfg analyze.Config, stderr io.Writer) error {
 	// Kubernetes containers are never started here: their /dev/shm comes from the kubelet.
 	plans := map[*report.Project][]*analyze.ShmPlan{}
 	for _, rp := range rep.Projects {
@@ -51,7 +52,10 @@ func probeAll(ctx context.Context, f *checkFlags, rep *report.Report, cfg analyz
 		if len(plans[rp]) == 0 {
 			continue
 		}
-		ms, err := probe.Run(ctx, c, plans[rp], probe.Options{Project: rp.Name, WriteProbe: f.write, Timeout: f.probeWait})
+		opts := probe.Options{Project: rp.Name, WriteProbe: f.write, Timeout: f.probeWait}
+		stopProgress := showProgress(f, &opts, rp, plans[rp], stderr)
+		ms, err := probe.Run(ctx, c, plans[rp], opts)
+		stopProgress()
 		if ms != nil {
 			rp.Measurements = ms
 			rp.Findings = append(rp.Findings, analyze.CheckMeasurements(rp.Project, cfg, ms)...)
@@ -65,6 +69,35 @@ func probeAll(ctx context.Context, f *checkFlags, rep *report.Report, cfg analyz
 		}
 	}
 	return nil
+}
+
+// progressEvery is how often the progress block on a terminal is redrawn.
+const progressEvery = 200 * time.Millisecond
+
+// showProgress draws the probe's progress on stderr, one line per service updated in place,
+// when stderr is a terminal and the run is not --quiet; it returns the function that clears
+// it. Logs and pipes get nothing.
+func showProgress(f *checkFlags, opts *probe.Options, rp *report.Project, plans []*analyze.ShmPlan, stderr io.Writer) func() {
+	if f.quiet || !isTerminal(stderr) || os.Getenv("TERM") == "dumb" {
+		return func() {}
+	}
+	services := make([]string, len(plans))
+	for i, p := range plans {
+		services[i] = p.Service
+	}
+	fmt.Fprintf(stderr, "probing %s\n", rp.Name)
+	pr := report.NewProgress(stderr, useColor(f.color, stderr), services)
+	opts.Progress = pr.Update
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		pr.Run(stop, progressEvery)
+		fmt.Fprint(stderr, "\x1b[1A\r\x1b[2K") // the "probing" line too
+		close(done)
+	}()
+	return func() {
+		close(stop)
+		<-done
+	}
 }
 
 // agent is the hidden subcommand run inside probe containers.

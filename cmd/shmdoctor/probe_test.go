@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/moby/moby/client"
+
+	"github.com/shmdoctor/shmdoctor/internal/testutil"
 )
 
 // These tests run the doctor's real binary against the real Docker Engine: here and in CI one
@@ -108,6 +110,9 @@ func TestProbeFixture(t *testing.T) {
 	if code != exitClean {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
+	if strings.Contains(errs, "\x1b") || strings.Contains(errs, "waiting") {
+		t.Errorf("progress drawn on a pipe: %q", errs)
+	}
 	var doc probeDoc
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v: %s", err, out)
@@ -195,6 +200,46 @@ func TestProbeInterrupt(t *testing.T) {
 	}
 	if left := probeContainers(t, "probe-interrupt"); len(left) > 0 {
 		t.Errorf("containers left behind after Ctrl-C: %v", left)
+	}
+}
+
+// TestProbeProgress runs the doctor on a real terminal (util-linux script gives it one): a
+// line per service is drawn while the probe runs, and once it ends only the report is on
+// screen.
+func TestProbeProgress(t *testing.T) {
+	script, err := exec.LookPath("script")
+	if err != nil {
+		t.Fatalf("script (util-linux) is needed to give the doctor a terminal: %v", err)
+	}
+	dir := t.TempDir()
+	stack := "name: probe-progress\nservices:\n  small:\n    image: alpine\n  sized:\n    image: alpine\n    shm_size: 96m\n"
+	if err := os.WriteFile(filepath.Join(dir, "compose.yaml"), []byte(stack), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	typescript := filepath.Join(t.TempDir(), "typescript")
+	cmd := exec.Command(script, "-qfec", buildDoctor(t)+" --probe always --color never "+dir, typescript)
+	cmd.Env = append(os.Environ(), "TERM=xterm", "NO_COLOR=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	raw, err := os.ReadFile(typescript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"probing probe-progress", "small", "sized", "waiting", "measuring", "96 MiB  write ok"} {
+		if !bytes.Contains(raw, []byte(want)) {
+			t.Errorf("the terminal never showed %q:\n%q", want, raw)
+		}
+	}
+	screen := strings.Join(testutil.Screen(string(raw)), "\n")
+	if strings.Contains(screen, "probing") || strings.Contains(screen, "measuring") || strings.Contains(screen, "write ok") {
+		t.Errorf("progress left on screen:\n%s", screen)
+	}
+	if !strings.Contains(screen, "no findings in 1 project, 2 services") {
+		t.Errorf("no report on screen:\n%s", screen)
+	}
+	if left := probeContainers(t, "probe-progress"); len(left) > 0 {
+		t.Errorf("containers left behind: %v", left)
 	}
 }
 

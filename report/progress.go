@@ -1,0 +1,163 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/probe"
+)
+
+// Progress draws one line per service on a terminal while the probe runs, rewriting the
+// block in place. It is for terminals only: the caller never creates one for a log or a
+// pipe, so CI output holds none of it. Its methods are safe from several goroutines.
+type Progress struct {
+	w     io.Writer
+	pal   palette
+	width int
+	now   func() time.Time
+
+	mu      sync.Mutex
+	order   []string
+	lines   map[string]*progressLine
+	drawn   int // lines on screen now
+	stopped bool
+}
+
+type progressLine struct {
+	stage probe.Stage
+	since time.Time
+	m     *probeResult
+}
+
+// probeResult is what a finished line shows.
+type probeResult struct{ size, write, problem string }
+
+// NewProgress returns a Progress writing to w (a terminal), with services in this order.
+func NewProgress(w io.Writer, color bool, services []string) *Progress {
+	p := &Progress{w: w, pal: newPalette(color), now: time.Now, lines: map[string]*progressLine{}}
+	for _, s := range services {
+		if _, ok := p.lines[s]; !ok {
+			p.order = append(p.order, s)
+			p.lines[s] = &progressLine{stage: probe.StageWaiting}
+			p.width = max(p.width, len(s))
+		}
+	}
+	p.width = min(p.width, 40)
+	return p
+}
+
+// Update records an event and redraws; it is a probe.Options.Progress function.
+func (p *Progress) Update(e probe.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l, ok := p.lines[e.Service]
+	if !ok || p.stopped {
+		return
+	}
+	l.stage, l.since = e.Stage, p.now()
+	if e.Stage == probe.StageDone {
+		l.m = result(e)
+	}
+	p.draw()
+}
+
+// Tick redraws the block so running services show their elapsed time.
+func (p *Progress) Tick() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.stopped {
+		p.draw()
+	}
+}
+
+// Run redraws every interval until stop is closed, then clears the block so the report
+// that follows starts on a clean screen.
+func (p *Progress) Run(stop <-chan struct{}, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			p.Clear()
+			return
+		case <-t.C:
+			p.Tick()
+		}
+	}
+}
+
+// Clear erases the block and stops drawing.
+func (p *Progress) Clear() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.drawn > 0 {
+		fmt.Fprintf(p.w, "\x1b[%dA\r\x1b[J", p.drawn)
+	}
+	p.drawn, p.stopped = 0, true
+}
+
+// draw moves the cursor to the block's first line and rewrites every line.
+func (p *Progress) draw() {
+	var b strings.Builder
+	if p.drawn > 0 {
+		fmt.Fprintf(&b, "\x1b[%dA", p.drawn)
+	}
+	for _, s := range p.order {
+		b.WriteString("\r\x1b[2K")
+		b.WriteString(p.line(s, p.lines[s]))
+		b.WriteByte('\n')
+	}
+	p.drawn = len(p.order)
+	io.WriteString(p.w, b.String())
+}
+
+func (p *Progress) line(service string, l *progressLine) string {
+	name := service
+	if len(name) > p.width {
+		name = name[:p.width-1] + "…"
+	}
+	name = p.pal.Service.Render(fmt.Sprintf("%-*s", p.width, name))
+	switch l.stage {
+	case probe.StageDone:
+		if l.m.problem != "" {
+			return fmt.Sprintf("  %s  %s", name, p.pal.Severity[analyze.Error].Render(l.m.problem))
+		}
+		return fmt.Sprintf("  %s  %s  %s", name, p.pal.OK.Render(l.m.size), p.pal.Dim.Render(l.m.write))
+	case probe.StageWaiting:
+		return fmt.Sprintf("  %s  %s", name, p.pal.Dim.Render("waiting"))
+	}
+	elapsed := p.now().Sub(l.since).Truncate(100 * time.Millisecond)
+	return fmt.Sprintf("  %s  %s %s", name, l.stage, p.pal.Dim.Render(fmt.Sprintf("%.1fs", elapsed.Seconds())))
+}
+
+// result summarizes a finished measurement in the words of the service table.
+func result(e probe.Event) *probeResult {
+	m := e.Measurement
+	cols := measured(m)
+	r := &probeResult{size: cols[0], write: cols[1]}
+	switch {
+	case m == nil:
+		r.problem = "no measurement"
+	case m.CreateError != "":
+		r.problem = "docker refused the container"
+	case m.Error != "":
+		r.problem = "failed: " + firstLine(m.Error)
+	}
+	if r.write == "-" {
+		r.write = ""
+	} else {
+		r.write = "write " + r.write
+	}
+	return r
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

@@ -1,0 +1,50 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/internal/testutil"
+	"github.com/shmdoctor/shmdoctor/probe"
+)
+
+// TestProgress replays the block a probe run draws, as a terminal shows it: one line per
+// service rewritten in place, and nothing left once cleared.
+func TestProgress(t *testing.T) {
+	var out bytes.Buffer
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p := NewProgress(&out, false, []string{"trainer", "db", "trainer"})
+	p.now = func() time.Time { return clock }
+	screen := func() string { return strings.Join(testutil.Screen(out.String()), "\n") }
+
+	p.Update(probe.Event{Service: "trainer", Stage: probe.StageWaiting})
+	p.Update(probe.Event{Service: "db", Stage: probe.StageWaiting})
+	p.Update(probe.Event{Service: "trainer", Stage: probe.StageMeasuring})
+	clock = clock.Add(2500 * time.Millisecond)
+	p.Tick()
+	want := "  trainer  measuring 2.5s\n  db       waiting"
+	if got := screen(); got != want {
+		t.Fatalf("screen:\n%s\nwant:\n%s", got, want)
+	}
+
+	size := int64(64 << 20)
+	p.Update(probe.Event{Service: "trainer", Stage: probe.StageDone, Measurement: &analyze.Measurement{
+		Exists: true, MeasuredBytes: &size,
+		Write: &analyze.Write{Outcome: analyze.WriteENOSPC, WrittenBytes: size},
+	}})
+	p.Update(probe.Event{Service: "db", Stage: probe.StageDone, Measurement: &analyze.Measurement{CreateError: "conflicting options"}})
+	p.Update(probe.Event{Service: "unknown", Stage: probe.StageStarting})
+	want = "  trainer  64 MiB  write enospc 64 MiB\n  db       docker refused the container"
+	if got := screen(); got != want {
+		t.Fatalf("screen:\n%s\nwant:\n%s", got, want)
+	}
+
+	p.Clear()
+	p.Update(probe.Event{Service: "db", Stage: probe.StageMeasuring})
+	if got := screen(); got != "" {
+		t.Fatalf("screen after Clear:\n%s", got)
+	}
+}
