@@ -46,6 +46,7 @@ type Index struct {
 	dir   string                  // the project's working folder
 	docs  map[string][]*yaml.Node // the documents of each file
 	names map[string]string       // display names (stdin)
+	read  []string                // every file indexed, in the order it was read
 	cwd   string                  // file names are shown relative to it when below it
 	// layerCache holds each service's layers: every rule asks for several keys of every
 	// service, and the files do not change once indexed.
@@ -98,6 +99,7 @@ func (ix *Index) add(path string, content []byte) error {
 	if _, ok := ix.docs[path]; ok {
 		return nil
 	}
+	ix.read = append(ix.read, path)
 	var docs []*yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(content))
 	for {
@@ -124,6 +126,16 @@ func (ix *Index) add(path string, content []byte) error {
 	}
 	ix.docs[path] = docs
 	return nil
+}
+
+// Files lists every file the project was read from, as displayed, in the order they were
+// read: the compose files, then the files they include or extend from.
+func (ix *Index) Files() []string {
+	out := make([]string, len(ix.read))
+	for i, f := range ix.read {
+		out[i] = ix.display(f)
+	}
+	return out
 }
 
 func (ix *Index) display(path string) string {

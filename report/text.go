@@ -63,6 +63,9 @@ func textProject(w *errWriter, p *Project, pal palette, o Options) {
 		w.printf("            %s\n", pal.Fix.Render("fix: "+fix))
 	}
 	if o.Verbose {
+		if p.Index != nil && !p.Kubernetes {
+			w.printf("  %s\n", pal.Dim.Render("read: "+strings.Join(p.Index.Files(), ", ")))
+		}
 		for _, plan := range p.Plans {
 			w.printf("  %s\n", pal.Dim.Render(derivation(plan)))
 		}

@@ -340,6 +340,10 @@ func TestTextFlags(t *testing.T) {
 	if !strings.Contains(verbose, "evaluator: source service (ipc service:trainer) via trainer") {
 		t.Errorf("--verbose does not explain the derivation:\n%s", verbose)
 	}
+	_, verbose, _ = shmdoctor(t, "", "--probe", "never", "--verbose", "testdata/rules/positions-extends")
+	if !strings.Contains(verbose, "read: testdata/rules/positions-extends/compose.yaml, testdata/rules/positions-extends/base.yaml") {
+		t.Errorf("--verbose does not say which files were read:\n%s", verbose)
+	}
 	_, colored, _ := shmdoctor(t, "", "--probe", "never", "--color", "always", "testdata/demo")
 	if !strings.Contains(colored, "\x1b[") {
 		t.Error("--color always printed no escape codes")
