@@ -51,6 +51,8 @@ type Index struct {
 	// layerCache holds each service's layers: every rule asks for several keys of every
 	// service, and the files do not change once indexed.
 	layerCache map[string][]layer
+	// directives are the # shmdoctor-ignore comments of each file.
+	directives map[string][]directive
 }
 
 // layer is one definition of a service in one file.
@@ -62,7 +64,7 @@ type layer struct {
 
 func newIndex(dir string) *Index {
 	cwd, _ := os.Getwd()
-	return &Index{dir: dir, docs: map[string][]*yaml.Node{}, names: map[string]string{}, cwd: cwd}
+	return &Index{dir: dir, docs: map[string][]*yaml.Node{}, names: map[string]string{}, cwd: cwd, directives: map[string][]directive{}}
 }
 
 // readSource reads a compose file the doctor is willing to parse: bounded, and text.
@@ -125,6 +127,7 @@ func (ix *Index) add(path string, content []byte) error {
 		}
 	}
 	ix.docs[path] = docs
+	ix.directives[path] = scanDirectives(content, docs)
 	return nil
 }
 

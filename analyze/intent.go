@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/compose-spec/compose-go/v2/types"
+	"go.yaml.in/yaml/v3"
 )
 
 // IntentKey is the service extension where a service declares what it needs.
@@ -44,12 +45,9 @@ func (p *Project) intent(plan *ShmPlan, s *types.ServiceConfig) {
 			}
 			plan.Need, plan.NeedFrom = ptr(n), IntentKey+".dataloader"
 		case "ignore":
-			ids, err := ruleList(v)
-			if err != nil {
+			if err := p.ignoreIntent(plan, v, at("ignore")); err != nil {
 				p.fail(at("ignore"), "%s.ignore: %v", IntentKey, err)
-				continue
 			}
-			plan.Ignore = ids
 		default:
 			p.fail(at(k), "%s.%s is not a known key: use need, dataloader or ignore", IntentKey, k)
 		}
@@ -136,26 +134,48 @@ func sizeValue(v any) (int64, error) {
 	return 0, fmt.Errorf("must be a size such as 4g or 512m")
 }
 
-func ruleList(v any) ([]string, error) {
+// ignoreIntent reads x-shmdoctor.ignore: a list of "SHM020 reason" entries, or one string
+// of them separated by commas. Each entry is a suppressor of the service, located at its
+// list item where the index finds one.
+func (p *Project) ignoreIntent(plan *ShmPlan, v any, at Pos) error {
 	var items []any
 	switch x := v.(type) {
 	case []any:
 		items = x
 	case string:
-		for _, s := range strings.Split(x, ",") {
-			items = append(items, s)
-		}
+		items = []any{x}
 	default:
-		return nil, fmt.Errorf("must be a list of rule IDs such as [SHM020]")
+		return fmt.Errorf("must be a list of rule IDs such as [SHM020]")
 	}
-	var ids []string
-	for _, it := range items {
-		s, ok := it.(string)
-		s = strings.ToUpper(strings.TrimSpace(s))
-		if !ok || RuleByID(s) == nil {
-			return nil, fmt.Errorf("%v is not a rule ID (see shmdoctor rules)", it)
+	var nodes []*yaml.Node
+	if n, _, ok := p.Index.Lookup(plan.Service, IntentKey, "ignore"); ok {
+		switch {
+		case n.Kind == yaml.SequenceNode && len(n.Content) == len(items):
+			nodes = n.Content
+		case n.Kind == yaml.ScalarNode && len(items) == 1:
+			nodes = []*yaml.Node{n}
 		}
-		ids = append(ids, s)
 	}
-	return ids, nil
+	var sups []*suppressor
+	for i, it := range items {
+		s, ok := it.(string)
+		if !ok {
+			return fmt.Errorf("%v is not a rule ID (see shmdoctor rules)", it)
+		}
+		ids, reason, err := parseIgnore(s)
+		if err != nil {
+			return err
+		}
+		pos := at
+		if nodes != nil {
+			pos.Line, pos.Column = nodes[i].Line, nodes[i].Column
+		}
+		plan.Ignore = append(plan.Ignore, ids...)
+		sups = append(sups, &suppressor{
+			Suppression: Suppression{Kind: SuppressExtension, Reason: reason, Pos: pos},
+			rules:       ids, services: []string{plan.Service}, analysed: true,
+		})
+	}
+	p.suppressors = append(p.suppressors, sups...)
+	return nil
 }

@@ -205,10 +205,13 @@ func loadKubernetes(t target, opts Options) *Project {
 		p.Errors = append(p.Errors, asLoadError(err, display))
 		return p
 	}
-	r := &k8sResolver{p: p, file: display, need: opts.Need}
+	p.Index.directives[abs] = scanDirectives(content, docs)
+	p.directiveErrors()
+	r := &k8sResolver{p: p, file: display, need: opts.Need, sups: map[Pos]*suppressor{}}
 	for _, d := range docs {
 		r.object(d)
 	}
+	p.resolveDirectives()
 	if len(p.Plans) == 0 {
 		p.Notes = append(p.Notes, "no pod spec found: nothing here runs a container")
 	}
@@ -242,6 +245,9 @@ type k8sResolver struct {
 	p    *Project
 	file string
 	need *int64
+	// sups are the shmdoctor.io/ignore annotations by position: an object's annotation
+	// covers the containers of every pod spec it holds.
+	sups map[Pos]*suppressor
 }
 
 func (r *k8sResolver) pos(n *yaml.Node) Pos {
@@ -414,7 +420,11 @@ func (r *k8sResolver) plans(obj k8sObject, group string, spec *yaml.Node, cs []p
 	ipcKey, ipcVal := getKey(spec, "hostIPC")
 	hostIPC := scalar(ipcVal) == "true"
 	podLimit, allLimited := r.podLimit(spec, limited)
-	ignore, need, needFrom := r.annotations(obj)
+	sups, need, needFrom := r.annotations(obj)
+	var ignore []string
+	for _, s := range sups {
+		ignore = append(ignore, s.rules...)
+	}
 	for i, c := range cs {
 		name := obj.kind + "/" + obj.name
 		if obj.namespace != "" {
@@ -463,6 +473,9 @@ func (r *k8sResolver) plans(obj k8sObject, group string, spec *yaml.Node, cs []p
 		r.volume(plan, c.node, volumes)
 		r.predict(plan)
 		r.p.Plans = append(r.p.Plans, plan)
+		for _, s := range sups {
+			s.services = append(s.services, plan.Service)
+		}
 	}
 }
 
@@ -579,15 +592,13 @@ func (r *k8sResolver) podLimit(spec *yaml.Node, containers []*yaml.Node) (*int64
 
 // annotations reads shmdoctor.io/ignore and shmdoctor.io/need from the object's metadata
 // and then the pod template's, which wins.
-func (r *k8sResolver) annotations(obj k8sObject) (ignore []string, need *int64, from string) {
+func (r *k8sResolver) annotations(obj k8sObject) (sups []*suppressor, need *int64, from string) {
 	for _, m := range obj.meta {
 		ann := get(m, "annotations")
 		if v := get(ann, AnnotationIgnore); v != nil {
-			ids, err := ruleList(scalar(v))
-			if err != nil {
-				r.p.fail(r.pos(v), "%s: %v", AnnotationIgnore, err)
+			if s := r.ignore(v); s != nil {
+				sups = append(sups, s)
 			}
-			ignore = append(ignore, ids...)
 		}
 		if v := get(ann, AnnotationNeed); v != nil {
 			n, err := ParseQuantity(scalar(v))
@@ -601,7 +612,26 @@ func (r *k8sResolver) annotations(obj k8sObject) (ignore []string, need *int64, 
 			need, from = ptr(n), AnnotationNeed
 		}
 	}
-	return ignore, need, from
+	return sups, need, from
+}
+
+// ignore reads a shmdoctor.io/ignore annotation once, however many pod specs it covers;
+// nil when it is malformed (a located error).
+func (r *k8sResolver) ignore(v *yaml.Node) *suppressor {
+	pos := r.pos(v)
+	if s, ok := r.sups[pos]; ok {
+		return s
+	}
+	ids, reason, err := parseIgnore(scalar(v))
+	if err != nil {
+		r.p.fail(pos, "%s: %v", AnnotationIgnore, err)
+		r.sups[pos] = nil
+		return nil
+	}
+	s := &suppressor{Suppression: Suppression{Kind: SuppressAnnotation, Reason: reason, Pos: pos}, rules: ids, analysed: true}
+	r.sups[pos] = s
+	r.p.suppressors = append(r.p.suppressors, s)
+	return s
 }
 
 // acceleratorPrefixes are the extended resources of GPUs and other accelerators.

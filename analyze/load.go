@@ -51,6 +51,8 @@ type Project struct {
 	Notes      []string
 	Errors     []*LoadError
 	env        *envTracker
+	// suppressors are the suppressions written in the project's files.
+	suppressors []*suppressor
 }
 
 // LoadError is a located error in a project's input.
@@ -95,6 +97,7 @@ func Load(ctx context.Context, opts Options) []*Project {
 		p := loadOne(ctx, t, opts)
 		if p.Compose != nil {
 			Resolve(p, opts.Need)
+			p.resolveDirectives()
 		}
 		out = append(out, p)
 	}
@@ -359,6 +362,7 @@ func (p *Project) load(ctx context.Context, t target, opts Options) {
 			return
 		}
 	}
+	p.directiveErrors()
 	p.env.learn(p.Index)
 	if t.stdin != nil {
 		restore := swapStdin(t.stdin)

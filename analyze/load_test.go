@@ -40,6 +40,10 @@ func TestBadInput(t *testing.T) {
 		{"bad x-shmdoctor", map[string]string{"compose.yaml": "services:\n  a:\n    image: x\n    x-shmdoctor:\n      need: lots\n"}, "compose.yaml", 5, "need"},
 		{"bad dataloader", map[string]string{"compose.yaml": "services:\n  a:\n    image: x\n    x-shmdoctor:\n      dataloader: {workers: many, batch_bytes: 1m}\n"}, "compose.yaml", 5, "workers"},
 		{"unknown ignore", map[string]string{"compose.yaml": "services:\n  a:\n    image: x\n    x-shmdoctor:\n      ignore: [SHM999]\n"}, "compose.yaml", 5, "SHM999"},
+		{"unknown ignore in a comment", map[string]string{"compose.yaml": "services:\n  a:\n    image: x\n    ipc: host # shmdoctor-ignore SHM999 typo\n"}, "compose.yaml", 4, "SHM999 is not a rule ID"},
+		{"comment ignore without a rule", map[string]string{"compose.yaml": "services:\n  a:\n    image: x\n    # shmdoctor-ignore\n    ipc: host\n"}, "compose.yaml", 4, "name the rules"},
+		{"comment ignore with a reason only", map[string]string{"compose.yaml": "services:\n  a: # shmdoctor-ignore it is fine\n    image: x\n"}, "compose.yaml", 2, "it is not a rule ID"},
+		{"bad comment in an included file", map[string]string{"compose.yaml": "include: [sub.yaml]\nservices:\n  a:\n    image: x\n", "sub.yaml": "services:\n  b:\n    image: x\n    ipc: host # shmdoctor-ignore shm20\n"}, "sub.yaml", 4, "shm20 is not a rule ID"},
 		{"empty file", map[string]string{"compose.yaml": ""}, "compose.yaml", 0, "empty"},
 		{"not a mapping", map[string]string{"compose.yaml": "- a\n- b\n"}, "compose.yaml", 0, "mapping"},
 	}

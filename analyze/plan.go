@@ -51,7 +51,8 @@ type ShmPlan struct {
 	// Need is the declared /dev/shm need in bytes, nil when none; NeedFrom says who declared it.
 	Need     *int64
 	NeedFrom string
-	// Ignore lists rule IDs silenced for this service through x-shmdoctor.ignore.
+	// Ignore lists rule IDs silenced for this service through x-shmdoctor.ignore or the
+	// shmdoctor.io/ignore annotation (their findings are marked Suppressed).
 	Ignore []string
 	// Ignored lists the keys that are set but have no effect, and why.
 	Ignored []IgnoredKey

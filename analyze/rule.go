@@ -2,7 +2,6 @@ package analyze
 
 import (
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 )
@@ -84,6 +83,20 @@ const (
 type Config struct {
 	Policy Policy
 	Target Target
+	// Severity overrides the severity of every finding of a rule, by rule ID.
+	Severity map[string]Severity
+	// Ignore are the config file's suppressions: rules everywhere, or every rule in files
+	// matching a glob.
+	Ignore []ConfigIgnore
+}
+
+// ConfigIgnore is an ignore or ignore-paths entry of the config file.
+type ConfigIgnore struct {
+	Rules  []string // the rules ignored everywhere; nil for a path entry
+	Glob   string   // slash-separated, relative to Dir; "" for a rule entry
+	Dir    string   // the config file's folder, absolute
+	Reason string
+	Pos    Pos // the entry in the config file
 }
 
 // Finding is one reported problem, located at the key that causes it.
@@ -96,6 +109,9 @@ type Finding struct {
 	Message     string `json:"message"`
 	Remediation string `json:"remediation"`
 	Related     []Pos  `json:"related,omitempty"`
+	// Suppressed is set when a comment, x-shmdoctor.ignore, an annotation or the config
+	// file silences the finding: reports leave it out unless asked, SARIF records it.
+	Suppressed *Suppression `json:"suppressed,omitempty"`
 }
 
 // Pass is what a rule's Check sees: one service of one project.
@@ -155,12 +171,15 @@ func (p *Pass) MemLimitKey() []string {
 }
 
 // Check runs every static rule over every plan of a project and returns the findings in
-// file, line, rule order. Rules silenced by x-shmdoctor.ignore are dropped.
+// file, line, rule order. Every rule runs: findings that a suppression covers are marked
+// Suppressed rather than dropped, and a suppression that matches nothing is reported as
+// an SHM090 finding.
 func Check(p *Project, cfg Config) []Finding {
 	return run(p, cfg, nil)
 }
 
-// CheckMeasurements runs the probe rules over the measurements, keyed by service.
+// CheckMeasurements runs the probe rules over the measurements, keyed by service, with
+// suppressions applied as Check does.
 func CheckMeasurements(p *Project, cfg Config, ms map[string]*Measurement) []Finding {
 	return run(p, cfg, ms)
 }
@@ -182,12 +201,13 @@ func run(p *Project, cfg Config, ms map[string]*Measurement) []Finding {
 		}
 		for i := range Rules {
 			r := &Rules[i]
-			if r.Probe != (ms != nil) || r.Kubernetes != (plan.K8s != nil) || slices.Contains(plan.Ignore, r.ID) {
+			if r.Probe != (ms != nil) || r.Kubernetes != (plan.K8s != nil) {
 				continue
 			}
 			r.Check(&Pass{Project: p, Plan: plan, Measurement: m, Config: cfg, rule: r, findings: &out})
 		}
 	}
+	out = suppress(p, cfg, out, ms)
 	SortFindings(out)
 	return out
 }

@@ -13,7 +13,8 @@ import (
 	"unicode"
 )
 
-// want is an expected finding: a rule at a line, optionally with a severity.
+// want is an expected finding: a rule at a line, optionally with a severity, or
+// "suppressed" for a finding a suppression silences.
 type want struct {
 	file     string
 	line     int
@@ -23,8 +24,8 @@ type want struct {
 
 var wantComment = regexp.MustCompile(`#\s*want\s+(.+)$`)
 
-// fixtureWants reads the "# want SHM001[=severity] ..." comments of every YAML file of a
-// fixture folder.
+// fixtureWants reads the "# want SHM001[=severity|=suppressed] ..." comments of every YAML
+// file of a fixture folder.
 func fixtureWants(t *testing.T, dir string) []want {
 	t.Helper()
 	var out []want
@@ -130,13 +131,18 @@ func checkWants(t *testing.T, findings []Finding, wants []want) {
 			if used[i] || w.file != file || w.line != f.Line || w.rule != f.Rule {
 				continue
 			}
-			if w.severity != "" && w.severity != f.Severity.String() {
+			switch {
+			case (w.severity == "suppressed") != (f.Suppressed != nil):
+				t.Errorf("%s: %s suppressed by %+v, want %q", f.Pos, f.Rule, f.Suppressed, w.severity)
+			case w.severity != "" && w.severity != "suppressed" && w.severity != f.Severity.String():
 				t.Errorf("%s: %s has severity %s, want %s", f.Pos, f.Rule, f.Severity, w.severity)
 			}
 			used[i], found = true, true
 			break
 		}
-		if !found {
+		if !found && f.Suppressed != nil {
+			t.Errorf("unexpected suppressed finding %s %s (%s): %s (want %s=suppressed)", f.Pos, f.Rule, f.Service, f.Message, f.Rule)
+		} else if !found {
 			t.Errorf("unexpected finding %s %s (%s): %s", f.Pos, f.Rule, f.Service, f.Message)
 		}
 	}

@@ -33,7 +33,8 @@ var ccSeverities = map[analyze.Severity]string{analyze.Error: "critical", analyz
 const ccLoadError = "load-error"
 
 // CodeClimate writes the findings as a GitLab code quality report: a JSON array of Code
-// Climate issues. Load errors are issues too, so that a broken file does not pass silently.
+// Climate issues. Load errors are issues too, so that a broken file does not pass silently;
+// suppressed findings are left out.
 func CodeClimate(w io.Writer, r *Report, _ Options) error {
 	out := []ccIssue{}
 	for _, p := range r.Projects {
@@ -45,7 +46,7 @@ func CodeClimate(w io.Writer, r *Report, _ Options) error {
 				Location:    ccLocation{Path: filepath.ToSlash(e.File), Lines: ccLines{max(e.Line, 1)}},
 			})
 		}
-		for _, f := range p.Findings {
+		for _, f := range reported(p.Findings) {
 			out = append(out, ccIssue{
 				Type: "issue", CheckName: f.Rule, Description: f.Rule + " " + f.Message + ". " + f.Remediation, Categories: []string{"Bug Risk"},
 				Fingerprint: fingerprint(f),

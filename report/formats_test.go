@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,6 +44,27 @@ func demoReport(t *testing.T) *Report {
 	return rep
 }
 
+// suppressedReport checks the SHM090 fixtures, whose findings are suppressed in every way
+// (comments, x-shmdoctor.ignore, annotations), with a config file entry on top.
+func suppressedReport(t *testing.T) *Report {
+	t.Helper()
+	t.Chdir(moduleRoot(t))
+	cfg := analyze.Config{Ignore: []analyze.ConfigIgnore{{
+		Rules: []string{"SHM001"}, Reason: "shm_size is kept for podman users",
+		Pos: analyze.Pos{File: ".shmdoctor.yaml", Line: 3, Column: 5},
+	}}}
+	rep := &Report{Version: "v0.0.0-test", Config: ".shmdoctor.yaml"}
+	for _, dir := range []string{"testdata/rules/SHM090", "testdata/k8s/SHM090"} {
+		for _, p := range analyze.Load(context.Background(), analyze.Options{Paths: []string{dir}}) {
+			if len(p.Errors) > 0 {
+				t.Fatalf("loading %s: %v", dir, p.Errors[0])
+			}
+			rep.Projects = append(rep.Projects, &Project{Project: p, Findings: analyze.Check(p, cfg)})
+		}
+	}
+	return rep
+}
+
 // brokenReport has a load error and a finding whose strings need escaping in every format.
 func brokenReport() *Report {
 	return &Report{Version: "v0.0.0-test", Projects: []*Project{
@@ -60,8 +82,13 @@ func brokenReport() *Report {
 
 func render(t *testing.T, format string, r *Report) string {
 	t.Helper()
+	return renderWith(t, format, r, Options{})
+}
+
+func renderWith(t *testing.T, format string, r *Report, o Options) string {
+	t.Helper()
 	var b bytes.Buffer
-	if err := Formats[format](&b, r, Options{}); err != nil {
+	if err := Formats[format](&b, r, o); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
@@ -102,7 +129,7 @@ func TestSARIFValidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, rep := range map[string]*Report{"demo": demoReport(t), "broken": brokenReport(), "empty": {}} {
+	for name, rep := range map[string]*Report{"demo": demoReport(t), "broken": brokenReport(), "empty": {}, "suppressed": suppressedReport(t)} {
 		t.Run(name, func(t *testing.T) {
 			out := render(t, "sarif", rep)
 			inst, err := jsonschema.UnmarshalJSON(strings.NewReader(out))
@@ -203,5 +230,110 @@ func TestGitHubEscaping(t *testing.T) {
 	}
 	if got, want := githubProperty("a,b:c%\n"), "a%2Cb%3Ac%25%0A"; got != want {
 		t.Errorf("githubProperty = %q, want %q", got, want)
+	}
+}
+
+// TestSuppressedFindings: text and JSON count suppressed findings and list them only when
+// asked, SARIF records every one with its suppression, the CI annotation formats never
+// show them.
+func TestSuppressedFindings(t *testing.T) {
+	rep := suppressedReport(t)
+	sum := rep.Summarize()
+	all := 0
+	for _, p := range rep.Projects {
+		all += len(p.Findings)
+	}
+	if sum.Suppressed < 10 || sum.Reported() == 0 || sum.Suppressed+sum.Reported() != all {
+		t.Fatalf("summary %+v of %d findings", sum, all)
+	}
+	if rep.Worst() != analyze.Info {
+		t.Errorf("worst %v: the errors and warnings are all suppressed, the SHM090 infos are not", rep.Worst())
+	}
+
+	text := render(t, "text", rep)
+	if strings.Contains(text, "suppressed by") || !strings.Contains(text, fmt.Sprintf("; %d suppressed (--show-suppressed lists them)", sum.Suppressed)) {
+		t.Errorf("text without --show-suppressed:\n%s", text)
+	}
+	shown := renderWith(t, "text", rep, Options{ShowSuppressed: true})
+	if got := strings.Count(shown, "suppressed by "); got != sum.Suppressed {
+		t.Errorf("--show-suppressed lists %d, want %d", got, sum.Suppressed)
+	}
+	golden(t, "suppressed.txt", shown)
+
+	type jsonDoc struct {
+		Projects []struct{ Findings []map[string]any }
+		Summary  map[string]int
+		Config   string
+	}
+	count := func(o Options) (findings, suppressed int, doc jsonDoc) {
+		if err := json.Unmarshal([]byte(renderWith(t, "json", rep, o)), &doc); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range doc.Projects {
+			for _, f := range p.Findings {
+				findings++
+				if _, ok := f["suppressed"]; ok {
+					suppressed++
+				}
+			}
+		}
+		return findings, suppressed, doc
+	}
+	n, sup, doc := count(Options{})
+	if n != sum.Reported() || sup != 0 || doc.Summary["suppressed"] != sum.Suppressed || doc.Config != ".shmdoctor.yaml" {
+		t.Errorf("json: %d findings, %d suppressed, summary %v, config %q", n, sup, doc.Summary, doc.Config)
+	}
+	if n, sup, _ = count(Options{ShowSuppressed: true}); n != all || sup != sum.Suppressed {
+		t.Errorf("json --show-suppressed: %d findings, %d suppressed", n, sup)
+	}
+
+	var log struct {
+		Runs []struct {
+			Results []struct {
+				RuleID       string
+				Suppressions []struct {
+					Kind          string
+					Justification string
+					Location      struct {
+						PhysicalLocation struct {
+							ArtifactLocation struct{ URI string }
+							Region           struct{ StartLine int }
+						}
+					}
+				}
+			}
+		}
+	}
+	sarif := render(t, "sarif", rep)
+	if err := json.Unmarshal([]byte(sarif), &log); err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	results := log.Runs[0].Results
+	for _, res := range results {
+		for _, s := range res.Suppressions {
+			kinds[s.Kind]++
+			if s.Location.PhysicalLocation.Region.StartLine == 0 {
+				t.Errorf("%s: suppression without a location", res.RuleID)
+			}
+			if s.Kind == "external" && (s.Justification != "shm_size is kept for podman users" || s.Location.PhysicalLocation.ArtifactLocation.URI != ".shmdoctor.yaml") {
+				t.Errorf("config suppression: %+v", s)
+			}
+		}
+	}
+	if len(results) != all || kinds["inSource"]+kinds["external"] != sum.Suppressed || kinds["external"] == 0 {
+		t.Errorf("sarif: %d results of %d, suppressions %v", len(results), all, kinds)
+	}
+	if !strings.Contains(sarif, `"justification": "the exporter reads host metrics"`) {
+		t.Error("a comment's reason is not the justification")
+	}
+	golden(t, "suppressed.sarif", sarif)
+
+	if got := strings.Count(render(t, "github", rep), "\n"); got != sum.Reported() {
+		t.Errorf("github: %d commands, want %d", got, sum.Reported())
+	}
+	var issues []json.RawMessage
+	if err := json.Unmarshal([]byte(render(t, "codeclimate", rep)), &issues); err != nil || len(issues) != sum.Reported() {
+		t.Errorf("codeclimate: %d issues (%v), want %d", len(issues), err, sum.Reported())
 	}
 }

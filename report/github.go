@@ -11,14 +11,15 @@ import (
 var githubCommands = map[analyze.Severity]string{analyze.Error: "error", analyze.Warning: "warning", analyze.Info: "notice"}
 
 // GitHub writes one GitHub Actions workflow command per finding and load error, so that a
-// pull request shows them inline on the compose or manifest line.
+// pull request shows them inline on the compose or manifest line. Suppressed findings are
+// left out.
 func GitHub(w io.Writer, r *Report, _ Options) error {
 	ew := &errWriter{w: w}
 	for _, p := range r.Projects {
 		for _, e := range p.Errors {
 			githubCommand(ew, "error", e.Pos, "shmdoctor load error", e.Msg)
 		}
-		for _, f := range p.Findings {
+		for _, f := range reported(p.Findings) {
 			githubCommand(ew, githubCommands[f.Severity], f.Pos, f.Rule+" "+f.Name, f.Message+". fix: "+f.Remediation)
 		}
 	}

@@ -16,6 +16,7 @@ type jsonReport struct {
 	Projects  []jsonProject `json:"projects"`
 	Summary   Summary       `json:"summary"`
 	ProbeNote string        `json:"probe_note,omitempty"`
+	Config    string        `json:"config,omitempty"`
 }
 
 type jsonTool struct {
@@ -124,11 +125,13 @@ type jsonError struct {
 	Message string `json:"message"`
 }
 
-// JSON writes the report as one JSON document.
-func JSON(w io.Writer, r *Report, _ Options) error {
-	out := jsonReport{Version: jsonVersion, Tool: jsonTool{Name: "shmdoctor", Version: r.Version}, Summary: r.Summarize(), ProbeNote: r.ProbeNote, Projects: []jsonProject{}}
+// JSON writes the report as one JSON document. Suppressed findings are counted in the
+// summary and listed, each with its "suppressed" object, only with Options.ShowSuppressed:
+// a consumer that predates suppressions keeps seeing only what is reported.
+func JSON(w io.Writer, r *Report, o Options) error {
+	out := jsonReport{Version: jsonVersion, Tool: jsonTool{Name: "shmdoctor", Version: r.Version}, Summary: r.Summarize(), ProbeNote: r.ProbeNote, Config: r.Config, Projects: []jsonProject{}}
 	for _, p := range r.Projects {
-		jp := jsonProject{Name: p.Name, Dir: p.DisplayDir(), Files: p.Files, Services: []jsonService{}, Findings: p.Findings, Errors: []jsonError{}, Notes: p.Notes}
+		jp := jsonProject{Name: p.Name, Dir: p.DisplayDir(), Files: p.Files, Services: []jsonService{}, Findings: p.Shown(o), Errors: []jsonError{}, Notes: p.Notes}
 		if jp.Files == nil {
 			jp.Files = []string{}
 		}

@@ -17,11 +17,14 @@ type Report struct {
 	ProbeNote string
 	// Version is the doctor's version, printed where a format has room for it.
 	Version string
+	// Config is the config file the run read, "" when none.
+	Config string
 }
 
 // Project is one analysed project.
 type Project struct {
 	*analyze.Project
+	// Findings are every finding, suppressed ones included: each format decides.
 	Findings     []analyze.Finding
 	Measurements map[string]*analyze.Measurement // nil when not probed
 }
@@ -31,6 +34,9 @@ type Options struct {
 	Color   bool
 	Verbose bool
 	Quiet   bool
+	// ShowSuppressed lists suppressed findings in text and JSON; SARIF always records
+	// them, the CI annotation formats never show them.
+	ShowSuppressed bool
 }
 
 // Renderer writes a report in one format.
@@ -55,18 +61,26 @@ func FormatNames() string {
 	return strings.Join(names, "|")
 }
 
-// Summary counts findings per severity.
+// Summary counts the findings per severity, suppressed ones apart.
 type Summary struct {
-	Error   int `json:"error"`
-	Warning int `json:"warning"`
-	Info    int `json:"info"`
+	Error      int `json:"error"`
+	Warning    int `json:"warning"`
+	Info       int `json:"info"`
+	Suppressed int `json:"suppressed"`
 }
+
+// Reported is the number of findings that are not suppressed.
+func (s Summary) Reported() int { return s.Error + s.Warning + s.Info }
 
 // Summarize counts the findings of every project.
 func (r *Report) Summarize() Summary {
 	var s Summary
 	for _, p := range r.Projects {
 		for _, f := range p.Findings {
+			if f.Suppressed != nil {
+				s.Suppressed++
+				continue
+			}
 			switch f.Severity {
 			case analyze.Error:
 				s.Error++
@@ -89,13 +103,35 @@ func (r *Report) Errors() int {
 	return n
 }
 
-// Worst is the highest severity found, 0 when none.
+// Worst is the highest severity of the findings not suppressed, 0 when none.
 func (r *Report) Worst() analyze.Severity {
 	var w analyze.Severity
 	for _, p := range r.Projects {
 		for _, f := range p.Findings {
-			w = max(w, f.Severity)
+			if f.Suppressed == nil {
+				w = max(w, f.Severity)
+			}
 		}
 	}
 	return w
+}
+
+// Shown are the findings a report lists: those not suppressed, and with
+// Options.ShowSuppressed the suppressed ones too.
+func (p *Project) Shown(o Options) []analyze.Finding {
+	if o.ShowSuppressed {
+		return p.Findings
+	}
+	return reported(p.Findings)
+}
+
+// reported are the findings that are not suppressed.
+func reported(fs []analyze.Finding) []analyze.Finding {
+	var out []analyze.Finding
+	for _, f := range fs {
+		if f.Suppressed == nil {
+			out = append(out, f)
+		}
+	}
+	return out
 }

@@ -82,13 +82,23 @@ type sarifNotification struct {
 }
 
 type sarifResult struct {
-	RuleID              string            `json:"ruleId"`
-	RuleIndex           int               `json:"ruleIndex"`
-	Level               string            `json:"level"`
-	Message             sarifText         `json:"message"`
-	Locations           []sarifLocation   `json:"locations"`
-	RelatedLocations    []sarifLocation   `json:"relatedLocations,omitempty"`
-	PartialFingerprints map[string]string `json:"partialFingerprints"`
+	RuleID              string             `json:"ruleId"`
+	RuleIndex           int                `json:"ruleIndex"`
+	Level               string             `json:"level"`
+	Message             sarifText          `json:"message"`
+	Locations           []sarifLocation    `json:"locations"`
+	RelatedLocations    []sarifLocation    `json:"relatedLocations,omitempty"`
+	PartialFingerprints map[string]string  `json:"partialFingerprints"`
+	Suppressions        []sarifSuppression `json:"suppressions,omitempty"`
+}
+
+// sarifSuppression records why a result is not reported: kind inSource for a comment,
+// x-shmdoctor.ignore or an annotation, external for the config file.
+type sarifSuppression struct {
+	Kind          string         `json:"kind"`
+	Justification string         `json:"justification,omitempty"`
+	Location      *sarifLocation `json:"location,omitempty"`
+	Properties    map[string]any `json:"properties,omitempty"`
 }
 
 type sarifLocation struct {
@@ -113,8 +123,9 @@ type sarifRegion struct {
 var sarifLevels = map[analyze.Severity]string{analyze.Error: "error", analyze.Warning: "warning", analyze.Info: "note"}
 
 // SARIF writes the report as a SARIF 2.1.0 log with one run, as GitHub code scanning takes
-// it: every rule of the registry with its documentation, one result per finding, and load
-// errors as tool execution notifications of a failed invocation.
+// it: every rule of the registry with its documentation, one result per finding (a
+// suppressed one with its suppression), and load errors as tool execution notifications
+// of a failed invocation.
 func SARIF(w io.Writer, r *Report, _ Options) error {
 	driver := sarifDriver{Name: "shmdoctor", Version: r.Version, InformationURI: toolInfoURI, Rules: []sarifRule{}}
 	index := map[string]int{}
@@ -158,6 +169,17 @@ func SARIF(w io.Writer, r *Report, _ Options) error {
 				l := sarifLoc(rel)
 				l.ID = &i
 				res.RelatedLocations = append(res.RelatedLocations, l)
+			}
+			if s := f.Suppressed; s != nil {
+				sup := sarifSuppression{Kind: "external", Justification: s.Reason, Properties: map[string]any{"shmdoctor/kind": s.Kind}}
+				if s.InSource() {
+					sup.Kind = "inSource"
+				}
+				if s.File != "" {
+					l := sarifLoc(s.Pos)
+					sup.Location = &l
+				}
+				res.Suppressions = []sarifSuppression{sup}
 			}
 			run.Results = append(run.Results, res)
 		}

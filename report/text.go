@@ -15,6 +15,13 @@ import (
 func Text(w io.Writer, r *Report, o Options) error {
 	pal := newPalette(o.Color)
 	tw := &errWriter{w: w}
+	if o.Verbose {
+		config := r.Config
+		if config == "" {
+			config = "none"
+		}
+		tw.printf("%s\n\n", pal.Dim.Render("config: "+config))
+	}
 	for i, p := range r.Projects {
 		if i > 0 {
 			tw.printf("\n")
@@ -25,8 +32,8 @@ func Text(w io.Writer, r *Report, o Options) error {
 		tw.printf("\n%s\n", pal.Dim.Render("probe: "+r.ProbeNote))
 	}
 	s := r.Summarize()
-	if !o.Quiet || s != (Summary{}) || r.Errors() > 0 {
-		tw.printf("\n%s\n", summaryLine(r, s, pal))
+	if !o.Quiet || s.Reported() > 0 || r.Errors() > 0 {
+		tw.printf("\n%s\n", summaryLine(r, s, pal, o))
 	}
 	return tw.err
 }
@@ -38,7 +45,8 @@ func textProject(w *errWriter, p *Project, pal palette, o Options) {
 	} else if len(p.Files) > 0 {
 		title += " (" + strings.Join(p.Files, ", ") + ")"
 	}
-	if !o.Quiet || len(p.Findings) > 0 || len(p.Errors) > 0 {
+	findings := p.Shown(o)
+	if !o.Quiet || len(findings) > 0 || len(p.Errors) > 0 {
 		w.printf("%s\n", pal.Project.Render(title))
 	}
 	for _, e := range p.Errors {
@@ -50,10 +58,20 @@ func textProject(w *errWriter, p *Project, pal palette, o Options) {
 		}
 	}
 	var current string
-	for _, f := range p.Findings {
+	for _, f := range findings {
 		if f.Service != current {
 			current = f.Service
 			w.printf("  %s\n", pal.Service.Render(f.Service))
+		}
+		if s := f.Suppressed; s != nil {
+			// Listed for review, dimmed: what silences it instead of a fix.
+			w.printf("    %s\n", pal.Dim.Render(fmt.Sprintf("%-7s %s %s %s", f.Severity, f.Rule, f.Pos, f.Message)))
+			why := fmt.Sprintf("suppressed by %s at %s", s.Kind, s.Pos)
+			if s.Reason != "" {
+				why += ": " + s.Reason
+			}
+			w.printf("            %s\n", pal.Dim.Render(why))
+			continue
 		}
 		sev := pal.Severity[f.Severity].Render(fmt.Sprintf("%-7s", f.Severity))
 		w.printf("    %s %s %s %s\n", sev, pal.Rule.Render(f.Rule), pal.Pos.Render(f.Pos.String()), f.Message)
@@ -256,7 +274,7 @@ func derivation(p *analyze.ShmPlan) string {
 	return b.String()
 }
 
-func summaryLine(r *Report, s Summary, pal palette) string {
+func summaryLine(r *Report, s Summary, pal palette, o Options) string {
 	services := 0
 	for _, p := range r.Projects {
 		services += len(p.Plans)
@@ -270,8 +288,14 @@ func summaryLine(r *Report, s Summary, pal palette) string {
 	if n := r.Errors(); n > 0 {
 		line += fmt.Sprintf("; the input has %s", plural(n, "error"))
 	}
-	if s == (Summary{}) && r.Errors() == 0 {
-		return pal.OK.Render("no findings") + " in " + plural(len(r.Projects), "project") + ", " + plural(services, "service")
+	if s.Reported() == 0 && r.Errors() == 0 {
+		line = pal.OK.Render("no findings") + " in " + plural(len(r.Projects), "project") + ", " + plural(services, "service")
+	}
+	if s.Suppressed > 0 {
+		line += fmt.Sprintf("; %d suppressed", s.Suppressed)
+		if !o.ShowSuppressed {
+			line += " (--show-suppressed lists them)"
+		}
 	}
 	return line
 }

@@ -44,6 +44,16 @@ locally from this binary (never pulled): the real /dev/shm is measured and a bou
 write probe reproduces ENOSPC, SIGBUS or an OOM kill. Prediction and measurement are
 printed side by side; nothing is left behind.
 
+A comment "# shmdoctor-ignore SHM020 reason" on a line, or alone on the line above,
+suppresses those rules' findings there; on (or above) a service key or a Kubernetes
+container's name, in the whole service. x-shmdoctor.ignore and the shmdoctor.io/ignore
+annotation do the same. Suppressed findings are counted, listed with --show-suppressed
+and kept in SARIF; a suppression that matches nothing is reported (SHM090).
+
+Settings are read from .shmdoctor.yaml in this folder or the nearest parent (--config
+names another, --no-config reads none): policy, target, fail-on, need, severity (per
+rule), ignore (rule IDs) and ignore-paths (globs relative to the file). Flags win.
+
 Examples:
   shmdoctor                                  # the project in this folder
   shmdoctor -f compose.yaml -f compose.gpu.yaml
@@ -73,6 +83,10 @@ type checkFlags struct {
 	color     string
 	quiet     bool
 	verbose   bool
+	// config is --config; noConfig is --no-config.
+	config         string
+	noConfig       bool
+	showSuppressed bool
 }
 
 func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
@@ -98,7 +112,10 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	fs.StringVar(&f.write, "write-probe", "auto", "write probe target: auto, off, or a size such as 512m")
 	fs.StringVar(&f.color, "color", "auto", "colour: auto|always|never (auto follows the terminal and NO_COLOR)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print only findings and errors")
-	fs.BoolVarP(&f.verbose, "verbose", "v", false, "show how each service's /dev/shm was derived")
+	fs.BoolVarP(&f.verbose, "verbose", "v", false, "show how each service's /dev/shm was derived, and the config file read")
+	fs.BoolVar(&f.showSuppressed, "show-suppressed", false, "list suppressed findings too (text and JSON; SARIF always records them)")
+	fs.StringVar(&f.config, "config", "", "read settings from this `file` (default: .shmdoctor.yaml here or in the nearest parent)")
+	fs.BoolVar(&f.noConfig, "no-config", false, "read no config file")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage, usagef("%v", err)
@@ -109,13 +126,18 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	}
 	f.load.Paths = fs.Args()
 	f.load.Stdin = stdin
+	conf, err := f.loadConfig(fs)
+	if err != nil {
+		return exitUsage, err
+	}
 	renders, cfg, failOn, err := f.validate()
 	if err != nil {
 		return exitUsage, err
 	}
+	cfg.Severity, cfg.Ignore = conf.Severity, conf.Ignore
 
 	projects := analyze.Load(ctx, f.load)
-	rep := &report.Report{Version: versionString()}
+	rep := &report.Report{Version: versionString(), Config: conf.Path}
 	for _, p := range projects {
 		rp := &report.Project{Project: p}
 		if p.Loaded() {
@@ -135,7 +157,7 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return exitInterrupted, ctx.Err()
 	}
 	for i, render := range renders {
-		o := report.Options{Verbose: f.verbose, Quiet: f.quiet}
+		o := report.Options{Verbose: f.verbose, Quiet: f.quiet, ShowSuppressed: f.showSuppressed}
 		if out := f.outputs[i]; out != "-" {
 			if err := writeAtomic(out, func(w io.Writer) error { return render(w, rep, o) }); err != nil {
 				return exitUsage, fmt.Errorf("writing %s report: %w", f.formats[i], err)

@@ -1,0 +1,247 @@
+package analyze
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// ConfigFileName is the config file searched from the working folder upward.
+const ConfigFileName = ".shmdoctor.yaml"
+
+// maxConfigSize bounds a config file; real ones are a few lines.
+const maxConfigSize = 1 << 20
+
+// ConfigFile is a .shmdoctor.yaml: the settings a repository keeps beside its stacks.
+// Flags win over it and it wins over the defaults; unset fields are zero.
+type ConfigFile struct {
+	Path   string // as reports name it
+	Policy Policy
+	Target Target
+	FailOn string // error, warning, info or never
+	Need   string // a size, as --need takes it
+	// Severity overrides rules' severities; Ignore holds the ignore and ignore-paths
+	// entries. Both go to Config as they are.
+	Severity map[string]Severity
+	Ignore   []ConfigIgnore
+}
+
+// configKeys are the keys a config file may have, in the order errors list them.
+var configKeys = []string{"policy", "target", "fail-on", "need", "severity", "ignore", "ignore-paths"}
+
+// FindConfigFile looks for ConfigFileName in dir and then in every parent up to the
+// filesystem root; it returns "" when there is none.
+func FindConfigFile(dir string) (string, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("finding %s: %w", ConfigFileName, err)
+	}
+	for {
+		p := filepath.Join(dir, ConfigFileName)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, nil
+		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("finding %s: %w", ConfigFileName, err)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", nil
+		}
+		dir = parent
+	}
+}
+
+// ReadConfigFile reads a config file. Unknown keys, bad values and bad YAML are errors
+// located at file:line:col, as a *LoadError: a typo in a config must not silently change
+// what the doctor checks.
+func ReadConfigFile(file string) (*ConfigFile, error) {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading config file %s: %w", file, err)
+	}
+	c := &ConfigFile{Path: displayPath(abs)}
+	fail := func(n *yaml.Node, format string, args ...any) error {
+		pos := Pos{File: c.Path}
+		if n != nil {
+			pos.Line, pos.Column = n.Line, n.Column
+		}
+		return &LoadError{Pos: pos, Msg: fmt.Sprintf(format, args...)}
+	}
+	st, err := os.Stat(abs)
+	switch {
+	case err != nil:
+		return nil, fail(nil, "%s", cleanPathErr(err))
+	case st.IsDir():
+		return nil, fail(nil, "is a folder, not a config file")
+	case st.Size() > maxConfigSize:
+		return nil, fail(nil, "config file is more than %d MiB", maxConfigSize>>20)
+	}
+	b, err := os.ReadFile(abs)
+	if err != nil {
+		return nil, fail(nil, "%s", cleanPathErr(err))
+	}
+	if err := checkText(b); err != nil {
+		return nil, fail(nil, "%v", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return c, nil // an empty config file sets nothing
+		}
+		return nil, yamlError(c.Path, b, err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, fail(&extra, "a config file holds one YAML document")
+	}
+	if len(doc.Content) == 0 {
+		return c, nil
+	}
+	root := doc.Content[0]
+	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
+		return c, nil
+	}
+	if root.Kind != yaml.MappingNode {
+		return nil, fail(root, "a config file is a mapping of %s", strings.Join(configKeys, ", "))
+	}
+	if n := expandedSize(root, map[*yaml.Node]int64{}); n > maxExpandedNodes {
+		return nil, fail(root, "YAML aliases expand to more than %d nodes: refusing an alias bomb", maxExpandedNodes)
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], deref(root.Content[i+1])
+		if seen[k.Value] {
+			return nil, fail(k, "%s is given twice", k.Value)
+		}
+		seen[k.Value] = true
+		str := func() (string, error) {
+			if v == nil || v.Kind != yaml.ScalarNode || v.Tag == "!!null" {
+				return "", fail(v, "%s must be a single value", k.Value)
+			}
+			return v.Value, nil
+		}
+		var s string
+		var err error
+		switch k.Value {
+		case "policy":
+			if s, err = str(); err == nil {
+				if c.Policy = Policy(s); c.Policy != PolicyStability && c.Policy != PolicyIsolation {
+					err = fail(v, "policy %q: use stability or isolation", s)
+				}
+			}
+		case "target":
+			if s, err = str(); err == nil {
+				if c.Target = Target(s); c.Target != TargetCompose && c.Target != TargetSwarm && c.Target != TargetPodman {
+					err = fail(v, "target %q: use compose, swarm or podman", s)
+				}
+			}
+		case "fail-on":
+			if s, err = str(); err == nil {
+				if _, perr := ParseSeverity(s); perr != nil && s != "never" {
+					err = fail(v, "fail-on %q: use error, warning, info or never", s)
+				}
+				c.FailOn = s
+			}
+		case "need":
+			if s, err = str(); err == nil {
+				if _, perr := ParseSize(s); perr != nil {
+					err = fail(v, "need: %v", perr)
+				}
+				c.Need = s
+			}
+		case "severity":
+			err = c.severities(v, fail)
+		case "ignore", "ignore-paths":
+			err = c.ignores(k.Value, v, filepath.Dir(abs), fail)
+		default:
+			err = fail(k, "unknown key %q: use %s", k.Value, strings.Join(configKeys, ", "))
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+type failFunc func(n *yaml.Node, format string, args ...any) error
+
+// severities reads severity: {SHM020: error, ...}.
+func (c *ConfigFile) severities(v *yaml.Node, fail failFunc) error {
+	if v == nil || v.Kind != yaml.MappingNode {
+		return fail(v, "severity must be a mapping of rule IDs to error, warning or info, such as {SHM020: warning}")
+	}
+	c.Severity = map[string]Severity{}
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		k, s := v.Content[i], deref(v.Content[i+1])
+		r := RuleByID(k.Value)
+		if r == nil {
+			return fail(k, "severity: %s is not a rule ID (see shmdoctor rules)", k.Value)
+		}
+		sev, err := ParseSeverity(scalar(s))
+		if err != nil {
+			return fail(s, "severity of %s: %v (ignore: [%s] silences a rule)", r.ID, err, r.ID)
+		}
+		c.Severity[r.ID] = sev
+	}
+	return nil
+}
+
+// ignores reads ignore ("SHM040 reason" entries) or ignore-paths ("glob reason" entries).
+func (c *ConfigFile) ignores(key string, v *yaml.Node, dir string, fail failFunc) error {
+	if v == nil || v.Kind != yaml.SequenceNode {
+		if key == "ignore" {
+			return fail(v, "ignore must be a list of rule IDs, each with an optional reason, such as [SHM040]")
+		}
+		return fail(v, "ignore-paths must be a list of globs, each with an optional reason, such as [legacy/**]")
+	}
+	for _, it := range v.Content {
+		it = deref(it)
+		if it.Kind != yaml.ScalarNode || strings.TrimSpace(it.Value) == "" {
+			return fail(it, "%s entries are strings", key)
+		}
+		e := ConfigIgnore{Dir: dir, Pos: Pos{File: c.Path, Line: it.Line, Column: it.Column}}
+		if key == "ignore" {
+			ids, reason, err := parseIgnore(it.Value)
+			if err != nil {
+				return fail(it, "ignore: %v", err)
+			}
+			e.Rules, e.Reason = ids, reason
+		} else {
+			glob, reason := strings.TrimSpace(it.Value), ""
+			if i := strings.IndexAny(glob, " \t"); i >= 0 {
+				glob, reason = glob[:i], glob[i:]
+			}
+			if strings.HasPrefix(glob, "/") || filepath.IsAbs(glob) {
+				return fail(it, "ignore-paths: %s: globs are relative to the config file's folder", glob)
+			}
+			if _, err := path.Match(strings.ReplaceAll(glob, "**", "*"), ""); err != nil {
+				return fail(it, "ignore-paths: %s: bad glob", glob)
+			}
+			e.Glob, e.Reason = filepath.ToSlash(path.Clean(glob)), strings.TrimSpace(reason)
+		}
+		c.Ignore = append(c.Ignore, e)
+	}
+	return nil
+}
+
+// displayPath names a file relative to the working folder when it is below it, as the
+// index names compose files.
+func displayPath(abs string) string {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return abs
+	}
+	if rel, err := filepath.Rel(cwd, abs); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return abs
+}
