@@ -3,12 +3,23 @@ GO       ?= go
 BIN      ?= bin/shmdoctor
 FUZZTIME ?= 10s
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS  := -s -w -X main.buildVersion=$(VERSION)
+# The commit's time, never the build's: release builds are reproducible.
+COMMIT      ?= $(shell git rev-parse HEAD 2>/dev/null)
+COMMIT_TIME ?= $(shell git log -1 --format=%cI 2>/dev/null)
+LDFLAGS  := -s -w -X main.buildVersion=$(VERSION) -X main.buildCommit=$(COMMIT) -X main.buildCommitTime=$(COMMIT_TIME)
+RELEASE_TARGETS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
+AGENT_TARGETS   ?= linux/amd64 linux/arm64
 
-.PHONY: build demo test fuzz bench vet install install-plugin clean docs
+.PHONY: build demo test fuzz bench vet install install-plugin clean docs release
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/shmdoctor
+
+# dist/shmdoctor_$(VERSION)_OS_ARCH[.exe] for every target, each embedding the linux agents
+# (so that a macOS or Windows build probes Docker Desktop's engine), and dist/SHA256SUMS.
+release:
+	GO='$(GO)' $(GO) run ./scripts/release -version '$(VERSION)' -ldflags '$(LDFLAGS)' \
+		-targets '$(RELEASE_TARGETS)' -agents '$(AGENT_TARGETS)' -dist dist
 
 # Exit status 1 means "findings", which is what the demo is for.
 demo: build
@@ -46,4 +57,4 @@ install-plugin: build
 	cp $(BIN) $(PLUGIN_DIR)/docker-shmdoctor
 
 clean:
-	rm -rf bin dist
+	rm -rf bin dist probe/agents

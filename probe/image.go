@@ -3,6 +3,7 @@ package probe
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"debug/elf"
@@ -11,7 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -21,13 +24,50 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
-// EmbeddedAgents holds static linux agent binaries keyed by platform ("linux/amd64",
-// "linux/arm64"). Release builds fill it (for example from a file generated with
-// `CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build ./cmd/shmdoctor`), so that a doctor running
-// on macOS, Windows or another architecture can still probe a Linux daemon. The doctor's own
-// binary is used instead whenever it is a static Linux executable for the daemon's
-// architecture.
-var EmbeddedAgents map[string][]byte
+// embeddedAgents holds the static linux agents a release build carries, gzip-compressed, as
+// agents/linux-ARCH.gz: release builds (-tags embedagents) embed them, so that a doctor
+// running on macOS, Windows or another architecture can still probe a Linux daemon; other
+// builds hold none. They are read only when needed: a run whose own binary serves as the
+// agent never decompresses them.
+var embeddedAgents fs.FS = agentFiles
+
+// AgentEnv names the environment variable that, set to "embedded", makes the probe use the
+// agent embedded in a release build even where the doctor's own binary would serve: the way
+// to check a release build's agents on a Linux machine.
+const AgentEnv = "SHMDOCTOR_PROBE_AGENT"
+
+// EmbeddedAgents lists the platforms ("linux/amd64", "linux/arm64") this build embeds an
+// agent for, sorted.
+func EmbeddedAgents() []string {
+	names, _ := fs.Glob(embeddedAgents, "agents/linux-*.gz")
+	var platforms []string
+	for _, n := range names {
+		platforms = append(platforms, "linux/"+strings.TrimSuffix(strings.TrimPrefix(n, "agents/linux-"), ".gz"))
+	}
+	sort.Strings(platforms)
+	return platforms
+}
+
+// embeddedAgent decompresses the agent embedded for platform; nil without one.
+func embeddedAgent(platform string) ([]byte, error) {
+	goos, goarch, _ := strings.Cut(platform, "/")
+	f, err := embeddedAgents.Open("agents/" + goos + "-" + goarch + ".gz")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("reading the embedded %s agent: %w", platform, err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("reading the embedded %s agent: %w", platform, err)
+	}
+	data, err := io.ReadAll(zr)
+	if err != nil {
+		return nil, fmt.Errorf("reading the embedded %s agent: %w", platform, err)
+	}
+	return data, nil
+}
 
 const (
 	// ImageRepository is the repository of the probe images; the tag is the first 12 hex
@@ -112,31 +152,48 @@ func staticLinuxArch(data []byte) (string, error) {
 }
 
 // selectAgent picks the agent for the daemon's platform: the doctor's own binary when it is a
-// static Linux executable for that architecture, else an embedded agent.
+// static Linux executable for that architecture, else an embedded agent. An empty binary is
+// os.Executable(), or no binary at all when AgentEnv says embedded.
 func selectAgent(binary, goos, goarch string) (*agentBinary, error) {
 	platform := goos + "/" + goarch
 	if goos != "linux" {
 		return nil, fmt.Errorf("the Docker daemon runs %s containers; the probe needs a linux daemon", goos)
 	}
 	var why string
+	forced := false
 	if binary == "" {
+		switch v := os.Getenv(AgentEnv); v {
+		case "":
+		case "embedded":
+			forced, why = true, AgentEnv+" is embedded"
+		default:
+			return nil, fmt.Errorf("%s=%q: the only value is embedded", AgentEnv, v)
+		}
+	}
+	if binary == "" && !forced {
 		exe, err := os.Executable()
 		if err != nil {
 			return nil, fmt.Errorf("finding the doctor's own binary: %w", err)
 		}
 		binary = exe
 	}
-	data, err := readBinary(binary)
-	if err != nil {
-		why = err.Error()
-	} else if arch, err := staticLinuxArch(data); err != nil {
-		why = fmt.Sprintf("%s is %v", binary, err)
-	} else if arch != goarch {
-		why = fmt.Sprintf("%s is a linux/%s executable", binary, arch)
-	} else {
-		return newAgentBinary(data, platform, binary), nil
+	if !forced {
+		data, err := readBinary(binary)
+		if err != nil {
+			why = err.Error()
+		} else if arch, err := staticLinuxArch(data); err != nil {
+			why = fmt.Sprintf("%s is %v", binary, err)
+		} else if arch != goarch {
+			why = fmt.Sprintf("%s is a linux/%s executable", binary, arch)
+		} else {
+			return newAgentBinary(data, platform, binary), nil
+		}
 	}
-	if data, ok := EmbeddedAgents[platform]; ok && len(data) > 0 {
+	data, err := embeddedAgent(platform)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > 0 {
 		return newAgentBinary(data, platform, "embedded"), nil
 	}
 	return nil, fmt.Errorf("no probe agent for the daemon's platform %s: %s and this build embeds no agent for it; "+
@@ -171,8 +228,8 @@ func newAgentBinary(data []byte, platform, from string) *agentBinary {
 // Image returns the probe image for the daemon's platform, importing it when the daemon
 // lacks it: a scratch image holding the agent at /shmdoctor with the entrypoint
 // `/shmdoctor agent`, tagged ImageRepository:<first 12 hex digits of the binary's sha256>.
-// binary is the doctor's own binary (default os.Executable()); EmbeddedAgents are used when
-// it is not a static Linux executable for the daemon's architecture. Benchmarks and the
+// binary is the doctor's own binary (default os.Executable()); an embedded agent is used
+// when it is not a static Linux executable for the daemon's architecture. Benchmarks and the
 // compose conformance test run this image directly.
 func Image(ctx context.Context, c Client, binary string) (string, error) {
 	info, err := c.Info(ctx, client.InfoOptions{})

@@ -4,12 +4,15 @@ package probe
 
 import (
 	"bytes"
+	"compress/gzip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/moby/moby/api/types/container"
@@ -189,11 +192,34 @@ func TestSelectAgent(t *testing.T) {
 		t.Errorf("windows daemon: %v", err)
 	}
 
-	saved := EmbeddedAgents
-	t.Cleanup(func() { EmbeddedAgents = saved })
-	EmbeddedAgents = map[string][]byte{"linux/arm64": []byte("arm64 agent")}
+	// A release build's agents, as `make release` compresses them.
+	saved := embeddedAgents
+	t.Cleanup(func() { embeddedAgents = saved })
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, _ = zw.Write([]byte("arm64 agent"))
+	_ = zw.Close()
+	embeddedAgents = fstest.MapFS{"agents/linux-arm64.gz": {Data: gz.Bytes()}, "agents/linux-amd64.gz": {Data: []byte("not gzip")}}
+	if got := EmbeddedAgents(); !slices.Equal(got, []string{"linux/amd64", "linux/arm64"}) {
+		t.Errorf("EmbeddedAgents() = %v", got)
+	}
 	if a, err := selectAgent(script, "linux", "arm64"); err != nil || a.from != "embedded" || string(a.data) != "arm64 agent" {
 		t.Errorf("embedded: %v %+v", err, a)
+	}
+	if _, err := selectAgent(script, "linux", "amd64"); err == nil || !strings.Contains(err.Error(), "reading the embedded linux/amd64 agent") {
+		t.Errorf("corrupt embedded agent: %v", err)
+	}
+	// SHMDOCTOR_PROBE_AGENT=embedded skips the doctor's own binary, even a usable one.
+	t.Setenv(AgentEnv, "embedded")
+	if a, err := selectAgent("", "linux", "arm64"); err != nil || a.from != "embedded" {
+		t.Errorf("%s=embedded: %v %+v", AgentEnv, err, a)
+	}
+	if _, err := selectAgent("", "linux", "riscv64"); err == nil || !strings.Contains(err.Error(), AgentEnv+" is embedded and this build embeds no agent for it") {
+		t.Errorf("%s=embedded without an agent: %v", AgentEnv, err)
+	}
+	t.Setenv(AgentEnv, "self")
+	if _, err := selectAgent("", "linux", "arm64"); err == nil || !strings.Contains(err.Error(), `SHMDOCTOR_PROBE_AGENT="self": the only value is embedded`) {
+		t.Errorf("%s=self: %v", AgentEnv, err)
 	}
 	if goos, goarch := daemonPlatform("linux", "x86_64"); goos != "linux" || goarch != "amd64" {
 		t.Errorf("daemonPlatform: %s/%s", goos, goarch)

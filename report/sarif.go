@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
@@ -36,10 +37,11 @@ type sarifTool struct {
 }
 
 type sarifDriver struct {
-	Name           string      `json:"name"`
-	Version        string      `json:"version,omitempty"`
-	InformationURI string      `json:"informationUri"`
-	Rules          []sarifRule `json:"rules"`
+	Name            string      `json:"name"`
+	Version         string      `json:"version,omitempty"`
+	SemanticVersion string      `json:"semanticVersion,omitempty"`
+	InformationURI  string      `json:"informationUri"`
+	Rules           []sarifRule `json:"rules"`
 }
 
 type sarifRule struct {
@@ -127,7 +129,7 @@ var sarifLevels = map[analyze.Severity]string{analyze.Error: "error", analyze.Wa
 // suppressed one with its suppression), and load errors as tool execution notifications
 // of a failed invocation.
 func SARIF(w io.Writer, r *Report, _ Options) error {
-	driver := sarifDriver{Name: "shmdoctor", Version: r.Version, InformationURI: toolInfoURI, Rules: []sarifRule{}}
+	driver := sarifDriver{Name: "shmdoctor", Version: r.Version, SemanticVersion: semanticVersion(r.Version), InformationURI: toolInfoURI, Rules: []sarifRule{}}
 	index := map[string]int{}
 	for i := range analyze.Rules {
 		rule := &analyze.Rules[i]
@@ -188,6 +190,19 @@ func SARIF(w io.Writer, r *Report, _ Options) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(sarifLog{Schema: sarifSchema, Version: "2.1.0", Runs: []sarifRun{run}})
+}
+
+// semverPattern is Semantic Versioning 2.0.0's own regular expression.
+var semverPattern = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$`)
+
+// semanticVersion is a version as SARIF's semanticVersion wants it, without the v, or ""
+// when it is no semantic version (a build from an untagged commit).
+func semanticVersion(v string) string {
+	v = strings.TrimPrefix(v, "v")
+	if !semverPattern.MatchString(v) {
+		return ""
+	}
+	return v
 }
 
 func sarifLoc(p analyze.Pos) sarifLocation {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"runtime/debug"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
 )
@@ -43,21 +42,3 @@ func explain(_ context.Context, args []string, _ io.Reader, stdout, _ io.Writer)
 
 // RuleDoc renders a rule's documentation as Markdown: the text of explain and of docs/rules.
 func RuleDoc(r *analyze.Rule) string { return r.Markdown() }
-
-// buildVersion is set at release build time with -ldflags "-X main.buildVersion=v1.2.3".
-var buildVersion = ""
-
-func versionString() string {
-	if buildVersion != "" {
-		return buildVersion
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
-}
-
-func version(_ context.Context, _ []string, _ io.Reader, stdout, _ io.Writer) (int, error) {
-	fmt.Fprintf(stdout, "shmdoctor %s\n", versionString())
-	return exitClean, nil
-}

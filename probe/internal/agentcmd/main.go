@@ -1,6 +1,7 @@
-// Command agentcmd is a minimal binary holding the probe agent, for the probe package's tests
-// (the test binary is not the doctor). Like the doctor, it dispatches `agentcmd agent ARGS...`
-// to probe.AgentMain.
+// Command agentcmd is a minimal binary holding the probe agent: the probe package's tests run
+// it (the test binary is not the doctor), and `make release` embeds it, built for linux/amd64
+// and linux/arm64, in every release binary. Like the doctor, it dispatches
+// `agentcmd agent ARGS...` to probe.AgentMain.
 package main
 
 import (
