@@ -96,6 +96,11 @@ type Finding struct {
 	Message     string `json:"message"`
 	Remediation string `json:"remediation"`
 	Related     []Pos  `json:"related,omitempty"`
+	// Fix is the mechanical change that resolves the finding, nil when the finding takes a
+	// decision or the change cannot be made safely here; NoFix then says why, if a fix
+	// usually resolves it.
+	Fix   *Fix   `json:"-"`
+	NoFix string `json:"-"`
 }
 
 // Pass is what a rule's Check sees: one service of one project.
