@@ -79,13 +79,14 @@ func (s *source) line(l int) string {
 	return strings.TrimSuffix(t, "\r")
 }
 
-// offset turns a yaml.v3 position (columns count characters) into a byte offset.
+// offset turns a yaml.v3 position (columns count characters) into a byte offset, never
+// past the end of that line.
 func (s *source) offset(line, col int) int {
-	off := s.lineStart(line)
+	off, end := s.lineStart(line), s.lineStart(line)+len(s.line(line))
 	if line == 1 {
-		off += s.bom
+		off = min(off+s.bom, end)
 	}
-	for i := 1; i < col && off < len(s.b); i++ {
+	for i := 1; i < col && off < end; i++ {
 		_, n := utf8.DecodeRune(s.b[off:])
 		off += n
 	}
@@ -201,10 +202,10 @@ func (s *source) setScalar(n *yaml.Node, value string) (Edit, error) {
 	}
 	old, ok := scalarText(n, n.Value)
 	start := s.offset(n.Line, n.Column)
-	if !ok || n.Kind != yaml.ScalarNode || n.Style&yaml.TaggedStyle != 0 || !strings.HasPrefix(string(s.b[start:]), old) {
+	if !ok || n.Kind != yaml.ScalarNode || n.Style&yaml.TaggedStyle != 0 || !bytes.HasPrefix(s.b[start:], []byte(old)) {
 		return Edit{}, fmt.Errorf("the value at %s is not a one-line scalar: edit it by hand", s.at(n))
 	}
-	if after := string(s.b[start+len(old):]); after != "" && !strings.ContainsAny(after[:1], " \t\r\n,:]}#") {
+	if end := start + len(old); end < len(s.b) && !strings.ContainsRune(" \t\r\n,:]}#", rune(s.b[end])) {
 		return Edit{}, fmt.Errorf("the value at %s is not a one-line scalar: edit it by hand", s.at(n))
 	}
 	text, _ := scalarText(n, value)
@@ -340,7 +341,7 @@ func (s *source) insertEntries(m *yaml.Node, l layout, es []entry) (Edit, error)
 // the key, keeping any comment after it.
 func (s *source) fillEmpty(key, val *yaml.Node, l layout, es []entry) (Edit, error) {
 	start := s.offset(val.Line, val.Column)
-	rest := s.line(val.Line)[s.offset(val.Line, val.Column)-s.lineStart(val.Line):]
+	rest := s.line(val.Line)[start-s.lineStart(val.Line):]
 	if val.Kind != yaml.MappingNode || len(val.Content) > 0 || !strings.HasPrefix(rest, "{}") || !s.firstOnLine(key) {
 		return Edit{}, fmt.Errorf("the value at %s is not an empty mapping on its key's line: edit it by hand", s.at(val))
 	}
@@ -409,7 +410,7 @@ func (s *source) addItem(m *yaml.Node, key string, l layout, item []entry) (Edit
 func (s *source) emptyMapping(key, m *yaml.Node) (Edit, error) {
 	raw, ok := s.scalarRaw(key)
 	colon := s.offset(key.Line, key.Column) + len(raw)
-	if !ok || !blockMap(m) || !s.firstOnLine(key) || colon >= len(s.b) || s.b[colon] != ':' || m.Line <= key.Line {
+	if !ok || !blockMap(m) || !s.firstOnLine(key) || colon >= s.lineStart(key.Line)+len(s.line(key.Line)) || s.b[colon] != ':' || m.Line <= key.Line {
 		return Edit{}, fmt.Errorf("%s at %s is not a block mapping of its own: edit it by hand", key.Value, s.at(key))
 	}
 	if a := anchorIn(m); a != "" {

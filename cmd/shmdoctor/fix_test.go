@@ -157,3 +157,27 @@ func TestFixStdinAndUsage(t *testing.T) {
 		t.Errorf("missing path: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 }
+
+// TestFixSharedFile: two projects whose fixes edit the file they both extend. The first
+// project's fix is made; the second's waits for the next run, which then has nothing left.
+func TestFixSharedFile(t *testing.T) {
+	dir := testutil.WriteFiles(t, map[string]string{
+		"base.yaml":      "services:\n  base:\n    image: alpine\n    ipc: host\n    shm_size: 2g\n",
+		"a/compose.yaml": "services:\n  a:\n    extends:\n      file: ../base.yaml\n      service: base\n",
+		"b/compose.yaml": "services:\n  b:\n    extends:\n      file: ../base.yaml\n      service: base\n",
+	})
+	t.Chdir(dir)
+	code, out, errs := shmdoctor(t, "", "--fix", "a", "b")
+	if code != exitFindings || strings.Count(out, "--- a/base.yaml\n") != 1 {
+		t.Fatalf("exit %d, stdout %q", code, out)
+	}
+	if !strings.Contains(errs, "SHM001 a: fixed:") || !strings.Contains(errs, "SHM001 b: left for the next run") || !strings.Contains(errs, "1 overlap") {
+		t.Errorf("stderr %q", errs)
+	}
+	if code, out, errs := shmdoctor(t, "", "--fix", "--write", "a", "b"); code != exitClean || !strings.Contains(out, "wrote base.yaml") {
+		t.Fatalf("--write: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if code, out, errs := shmdoctor(t, "", "--fix", "a", "b"); code != exitClean || out != "" {
+		t.Errorf("second run: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
