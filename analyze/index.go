@@ -45,6 +45,9 @@ type Index struct {
 	top   []string                // the project's compose files, in load order
 	dir   string                  // the project's working folder
 	docs  map[string][]*yaml.Node // the documents of each file
+	src   map[string][]byte       // the bytes of each file, for fixes that edit them as text
+	lines map[string]*source      // line tables of src, made on first use
+	looks map[string]layout       // the indentation of each file, read on first use
 	names map[string]string       // display names (stdin)
 	read  []string                // every file indexed, in the order it was read
 	cwd   string                  // file names are shown relative to it when below it
@@ -53,6 +56,7 @@ type Index struct {
 	layerCache map[string][]layer
 	// directives are the # shmdoctor-ignore comments of each file.
 	directives map[string][]directive
+	anchors    map[string]*anchorTable // made on first use by fixes
 }
 
 // layer is one definition of a service in one file.
@@ -60,11 +64,15 @@ type layer struct {
 	file string
 	key  *yaml.Node // the service name
 	node *yaml.Node // the service mapping
+	// base marks a service that is extended rather than the service's own definition.
+	base bool
+	// shared marks a service mapping written as an alias: editing it edits other services.
+	shared bool
 }
 
 func newIndex(dir string) *Index {
 	cwd, _ := os.Getwd()
-	return &Index{dir: dir, docs: map[string][]*yaml.Node{}, names: map[string]string{}, cwd: cwd, directives: map[string][]directive{}}
+	return &Index{dir: dir, docs: map[string][]*yaml.Node{}, src: map[string][]byte{}, names: map[string]string{}, cwd: cwd, directives: map[string][]directive{}}
 }
 
 // readSource reads a compose file the doctor is willing to parse: bounded, and text.
@@ -103,6 +111,7 @@ func (ix *Index) add(path string, content []byte) error {
 	}
 	ix.read = append(ix.read, path)
 	var docs []*yaml.Node
+	ix.src[path] = content
 	dec := yaml.NewDecoder(bytes.NewReader(content))
 	for {
 		var doc yaml.Node
@@ -298,7 +307,7 @@ func (ix *Index) fileLayers(file, workDir, service string, depth int) []layer {
 	for d := len(docs) - 1; d >= 0; d-- {
 		doc := docs[d]
 		if key, svc := getKey(get(doc, "services"), service); svc != nil {
-			out = append(out, layer{file: file, key: key, node: svc})
+			out = append(out, layer{file: file, key: key, node: svc, shared: aliased(get(doc, "services"), service)})
 			out = append(out, ix.extendsLayers(file, svc, service, depth)...)
 		}
 		for _, inc := range includes(doc, workDir) {
@@ -329,7 +338,7 @@ func (ix *Index) extendsLayers(file string, svc *yaml.Node, name string, depth i
 	docs := ix.docs[baseFile]
 	for d := len(docs) - 1; d >= 0; d-- {
 		if key, b := getKey(get(docs[d], "services"), base); b != nil {
-			out = append(out, layer{file: baseFile, key: key, node: b})
+			out = append(out, layer{file: baseFile, key: key, node: b, base: true, shared: aliased(get(docs[d], "services"), base)})
 			if depth < 32 {
 				out = append(out, ix.extendsLayers(baseFile, b, base, depth+1)...)
 			}
@@ -381,31 +390,44 @@ func (ix *Index) Lookup(service string, path ...string) (*yaml.Node, Pos, bool) 
 // LookupItem finds the item of a service's list at key for which match is true, in the first
 // file that declares such an item. Lists of mounts merge across files, so any layer may hold it.
 func (ix *Index) LookupItem(service, key string, match func(*yaml.Node) bool) (*yaml.Node, Pos, bool) {
+	w, ok := ix.lookupItem(service, key, match)
+	if !ok {
+		return nil, Pos{}, false
+	}
+	return w.val, ix.pos(w.file, w.val), true
+}
+
+// lookupItem is LookupItem with the file and sequence holding the item: parent is the
+// sequence (nil for a list written as one scalar) and key is the list's key.
+func (ix *Index) lookupItem(service, key string, match func(*yaml.Node) bool) (written, bool) {
 	for _, l := range ix.layers(service) {
-		_, seq, reset := lookupPath(l.node, []string{key})
+		k, seq, reset := lookupPath(l.node, []string{key})
 		if reset {
-			return nil, Pos{}, false
+			return written{}, false
 		}
 		if seq == nil {
 			continue
 		}
+		shared := l.shared || aliased(l.node, key)
 		if seq.Kind == yaml.ScalarNode && match(seq) {
-			return seq, ix.pos(l.file, seq), true
+			_, in := ix.inAnchor(l.file, seq)
+			return written{file: l.file, key: k, val: seq, shared: shared || in}, true
 		}
 		if seq.Kind != yaml.SequenceNode {
 			continue
 		}
-		for _, it := range seq.Content {
-			it = deref(it)
+		for _, raw := range seq.Content {
+			it := deref(raw)
 			if match(it) {
-				return it, ix.pos(l.file, it), true
+				_, in := ix.inAnchor(l.file, it)
+				return written{file: l.file, parent: seq, key: k, val: it, shared: shared || in || raw.Kind == yaml.AliasNode}, true
 			}
 		}
 		if seq.Tag == "!override" {
-			return nil, Pos{}, false // the list replaces the lower layers' lists
+			return written{}, false // the list replaces the lower layers' lists
 		}
 	}
-	return nil, Pos{}, false
+	return written{}, false
 }
 
 func (ix *Index) pos(file string, n *yaml.Node) Pos {
@@ -625,4 +647,134 @@ func (ix *Index) reference(from, to string) (Pos, bool) {
 		}
 	}
 	return Pos{}, false
+}
+
+// aliased reports whether a mapping's direct key name has an alias as its value, or is
+// reached through a merge key: its node is then shared with whatever else uses the anchor.
+func aliased(m *yaml.Node, name string) bool {
+	k, v, merged := findKey(m, name)
+	return k != nil && (merged || v.Kind == yaml.AliasNode)
+}
+
+// findKey is getKey without following the value's alias: it returns the value as written,
+// and whether the key was found through a merge key rather than in the mapping itself.
+func findKey(m *yaml.Node, name string) (key, val *yaml.Node, merged bool) {
+	m = deref(m)
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil, nil, false
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if k := m.Content[i]; k.Value == name && k.Tag != "!!merge" {
+			return k, m.Content[i+1], false
+		}
+	}
+	if k, v := getKey(m, name); k != nil {
+		return k, v, true
+	}
+	return nil, nil, false
+}
+
+// written is one place where a service key is written.
+type written struct {
+	file   string
+	parent *yaml.Node // the mapping holding the key
+	key    *yaml.Node
+	val    *yaml.Node // as written: an alias is not followed
+	// shared is true when the key is reached through an alias or a merge key, or lies in
+	// an anchor that is aliased, so that editing it would also edit other services.
+	shared bool
+	// layer is the service definition it is written in; parentKey is the key whose value
+	// parent is.
+	layer     layer
+	parentKey *yaml.Node
+}
+
+// writtenAll lists every place a service key is written, the winning one first, down to a
+// layer that resets it: the order and the !reset and !override rules of Lookup. reset
+// reports that such a layer was met.
+func (ix *Index) writtenAll(service string, path ...string) (out []written, reset bool) {
+	for _, l := range ix.layers(service) {
+		cur, curKey, shared := l.node, l.key, l.shared
+		for i, p := range path {
+			k, raw, merged := findKey(cur, p)
+			if k == nil {
+				if cur != nil && cur.Tag == "!override" {
+					return out, true
+				}
+				break
+			}
+			v := deref(raw)
+			if v.Tag == "!reset" {
+				return out, true
+			}
+			if _, in := ix.inAnchor(l.file, cur); in {
+				shared = true
+			}
+			shared = shared || merged
+			if i == len(path)-1 {
+				out = append(out, written{file: l.file, parent: deref(cur), key: k, val: raw, shared: shared, layer: l, parentKey: curKey})
+				break
+			}
+			shared = shared || raw.Kind == yaml.AliasNode
+			cur, curKey = v, k
+		}
+	}
+	return out, false
+}
+
+// home is the layer where a key a service does not have yet is added: the service's own
+// definition in the first file that defines it, not a service it extends, unless a later
+// file replaces the whole service with !override.
+func (ix *Index) home(service string) (layer, bool) {
+	ls := ix.layers(service)
+	for _, l := range ls {
+		if l.node.Tag == "!override" {
+			return l, true
+		}
+	}
+	for i := len(ls) - 1; i >= 0; i-- {
+		if !ls[i].base {
+			return ls[i], true
+		}
+	}
+	return layer{}, false
+}
+
+// anchorTable knows, for one file, each node's parent and the anchors aliased somewhere.
+type anchorTable struct {
+	parent  map[*yaml.Node]*yaml.Node
+	aliased map[*yaml.Node]bool
+}
+
+// inAnchor names the anchor that n lies in, or is, when something aliases it: editing n
+// would then also edit every place that alias or a merge key reaches.
+func (ix *Index) inAnchor(file string, n *yaml.Node) (string, bool) {
+	if ix.anchors == nil {
+		ix.anchors = map[string]*anchorTable{}
+	}
+	at, ok := ix.anchors[file]
+	if !ok {
+		at = &anchorTable{parent: map[*yaml.Node]*yaml.Node{}, aliased: map[*yaml.Node]bool{}}
+		var walk func(n *yaml.Node)
+		walk = func(n *yaml.Node) {
+			if n.Kind == yaml.AliasNode {
+				at.aliased[n.Alias] = true
+				return
+			}
+			for _, c := range n.Content {
+				at.parent[c] = n
+				walk(c)
+			}
+		}
+		for _, d := range ix.docs[file] {
+			walk(d)
+		}
+		ix.anchors[file] = at
+	}
+	for ; n != nil; n = at.parent[n] {
+		if at.aliased[n] {
+			return n.Anchor, true
+		}
+	}
+	return "", false
 }

@@ -71,6 +71,12 @@ type K8sPlan struct {
 	// Argo is set for containers of Argo Workflows templates, whose pods also run an
 	// executor the manifest does not show.
 	Argo bool
+
+	// Where fixes edit: the manifest, the container, the mapping holding the pod's volumes
+	// (the pod spec, or an Argo template) and the volume mounted at /dev/shm.
+	file            string
+	container, spec *yaml.Node
+	volume          *yaml.Node
 }
 
 // Kind of a YAML input, told by its content.
@@ -200,14 +206,14 @@ func loadKubernetes(t target, opts Options) *Project {
 		return p
 	}
 	docs, err := parseManifest(display, content)
-	p.Index.docs[abs] = docs
+	p.Index.docs[abs], p.Index.src[abs] = docs, content
 	if err != nil {
 		p.Errors = append(p.Errors, asLoadError(err, display))
 		return p
 	}
 	p.Index.directives[abs] = scanDirectives(content, docs)
 	p.directiveErrors()
-	r := &k8sResolver{p: p, file: display, need: opts.Need, sups: map[Pos]*suppressor{}}
+	r := &k8sResolver{p: p, file: display, abs: abs, need: opts.Need, sups: map[Pos]*suppressor{}}
 	for _, d := range docs {
 		r.object(d)
 	}
@@ -243,7 +249,8 @@ func parseManifest(display string, content []byte) ([]*yaml.Node, error) {
 // k8sResolver turns the objects of one manifest file into plans.
 type k8sResolver struct {
 	p    *Project
-	file string
+	file string // as displayed
+	abs  string
 	need *int64
 	// sups are the shmdoctor.io/ignore annotations by position: an object's annotation
 	// covers the containers of every pod spec it holds.
@@ -448,6 +455,7 @@ func (r *k8sResolver) plans(obj k8sObject, group string, spec *yaml.Node, cs []p
 			Kind: obj.kind, Namespace: obj.namespace, Name: obj.name, Group: group, Container: c.label,
 			ContainerPos: r.pos(nameKey), FirstInPod: i == 0, Argo: argo,
 			AllLimited: allLimited, PodMemLimit: podLimit,
+			file: r.abs, container: c.node, spec: spec,
 		}
 		plan := &ShmPlan{Service: name + ":" + label, K8s: k, Ignore: ignore}
 		if hostIPC {
@@ -507,7 +515,7 @@ func (r *k8sResolver) volume(plan *ShmPlan, c *yaml.Node, volumes []*yaml.Node) 
 			plan.Mount = &Mount{Type: SourceVolume, Source: name, ReadOnly: readOnly, Entry: "volumeMounts"}
 			continue
 		}
-		k.VolumePos = r.pos(v)
+		k.VolumePos, k.volume = r.pos(v), v
 		plan.Mount = &Mount{Source: name, ReadOnly: readOnly, Entry: "volumeMounts"}
 		switch {
 		case get(v, "emptyDir") != nil:

@@ -230,7 +230,12 @@ func (p *Project) mountNode(plan *ShmPlan) (*yaml.Node, Pos, bool) {
 	if plan.Mount == nil {
 		return nil, Pos{}, false
 	}
-	return p.Index.LookupItem(plan.Service, plan.Mount.Entry, func(n *yaml.Node) bool {
+	return p.Index.LookupItem(plan.Service, plan.Mount.Entry, shmItem(plan))
+}
+
+// shmItem matches the tmpfs or volumes entry of a plan's mount at /dev/shm.
+func shmItem(plan *ShmPlan) func(*yaml.Node) bool {
+	return func(n *yaml.Node) bool {
 		switch n.Kind {
 		case yaml.ScalarNode:
 			if plan.Mount.Entry == "tmpfs" {
@@ -242,7 +247,7 @@ func (p *Project) mountNode(plan *ShmPlan) (*yaml.Node, Pos, bool) {
 			return isShm(scalar(get(n, "target")))
 		}
 		return false
-	})
+	}
 }
 
 func isShm(target string) bool {

@@ -112,6 +112,11 @@ type Finding struct {
 	// Suppressed is set when a comment, x-shmdoctor.ignore, an annotation or the config
 	// file silences the finding: reports leave it out unless asked, SARIF records it.
 	Suppressed *Suppression `json:"suppressed,omitempty"`
+	// Fix is the mechanical change that resolves the finding, nil when the finding takes a
+	// decision or the change cannot be made safely here; NoFix then says why, if a fix
+	// usually resolves it.
+	Fix   *Fix   `json:"-"`
+	NoFix string `json:"-"`
 }
 
 // Pass is what a rule's Check sees: one service of one project.
@@ -208,6 +213,12 @@ func run(p *Project, cfg Config, ms map[string]*Measurement) []Finding {
 		}
 	}
 	out = suppress(p, cfg, out, ms)
+	for i := range out {
+		if out[i].Suppressed != nil {
+			// The user chose to keep what the finding is about: nothing to fix.
+			out[i].Fix, out[i].NoFix = nil, ""
+		}
+	}
 	SortFindings(out)
 	return out
 }

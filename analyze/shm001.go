@@ -29,12 +29,18 @@ var shm001 = Rule{
 		if p.Config.Policy == PolicyIsolation {
 			fix = fmt.Sprintf("Remove ipc: host and keep shm_size %s, so the service gets a private /dev/shm of that size.", ComposeSize(*p.Plan.Configured))
 		}
-		p.Report(Finding{
+		f := Finding{
 			Severity:    sev,
 			Pos:         p.At(ShmKey),
 			Message:     fmt.Sprintf("shm_size %s is ignored: ipc is host, so the host's /dev/shm is used", FormatSize(*p.Plan.Configured)),
 			Remediation: fix,
 			Related:     []Pos{p.At("ipc")},
-		})
+		}
+		if p.Config.Policy == PolicyIsolation {
+			f.attach(p.fixPrivate())
+		} else {
+			f.attach(p.fixRemove("Remove shm_size, which ipc: host ignores.", ShmKey))
+		}
+		p.Report(f)
 	},
 }

@@ -27,6 +27,7 @@ var shm005 = Rule{
 			f.Severity = Error
 			f.Message = "ipc is none: " + workloadName(p.Plan) + " has no /dev/shm at all"
 			f.Remediation = "Remove ipc: none and set shm_size: " + ComposeSize(recommend(p.Plan)) + "."
+			f.attach(p.fixPrivate())
 		}
 		p.Report(f)
 	},

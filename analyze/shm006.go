@@ -30,11 +30,13 @@ var shm006 = Rule{
 		if mode == "" {
 			mode = "private (the default)"
 		}
-		p.Report(Finding{
+		f := Finding{
 			Pos:         p.At("ipc"),
 			Message:     fmt.Sprintf("ipc joins service %s, whose ipc is %s: container creation fails with non-shareable IPC", donor.Service, mode),
 			Remediation: fmt.Sprintf("Set ipc: shareable on service %s.", donor.Service),
 			Related:     []Pos{p.Project.Index.ServicePos(donor.Service)},
-		})
+		}
+		f.attach(p.fixShareable(donor))
+		p.Report(f)
 	},
 }

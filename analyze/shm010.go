@@ -31,11 +31,13 @@ var shm010 = Rule{
 		if plan.Configured != nil {
 			at = p.At(ShmKey)
 		}
-		p.Report(Finding{
+		f := Finding{
 			Pos:         at,
 			Message:     fmt.Sprintf("%s: /dev/shm is the 64 MiB default, and %s", what, why(plan)),
 			Remediation: fmt.Sprintf("Set shm_size: %s on the service.%s", ComposeSize(size), memoryNote(plan, size)),
-		})
+		}
+		f.attach(p.fixShmSize(plan, size))
+		p.Report(f)
 	},
 }
 

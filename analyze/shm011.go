@@ -45,12 +45,19 @@ var shm011 = Rule{
 			at = p.ServicePos()
 		}
 		size := friendly(target)
-		p.Report(Finding{
+		f := Finding{
 			Severity:    sev,
 			Pos:         at,
 			Message:     fmt.Sprintf("/dev/shm is %s, below %s: %s", FormatSize(have), FormatSize(target), why(plan)),
 			Remediation: fmt.Sprintf("Raise %s to %s.%s", fixKey, ComposeSize(size), memoryNote(plan, size)),
-		})
+		}
+		switch {
+		case plan.Mount != nil && plan.Mount.Type == SourceTmpfs:
+			f.attach(p.fixTmpfsSize(size))
+		case plan.Mount == nil:
+			f.attach(p.fixShmSize(p.Project.Owner(plan), size))
+		}
+		p.Report(f)
 	},
 }
 

@@ -24,10 +24,12 @@ var shm013 = Rule{
 		if m.Entry == "volumes" {
 			fix = "Add tmpfs: {size: " + ComposeSize(size) + "} to the /dev/shm volumes entry."
 		}
-		p.Report(Finding{
+		f := Finding{
 			Pos:         p.MountPos(),
 			Message:     "tmpfs at /dev/shm has no size: it is bounded only by half the host's memory",
 			Remediation: fix + memoryNote(p.Plan, size),
-		})
+		}
+		f.attach(p.fixTmpfsSize(size))
+		p.Report(f)
 	},
 }

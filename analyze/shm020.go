@@ -27,6 +27,7 @@ var shm020 = Rule{
 		if p.Config.Policy == PolicyIsolation {
 			f.Severity = Warning
 			f.Remediation = "Replace ipc: host with shm_size: " + ComposeSize(recommend(p.Plan)) + "." + memoryNote(p.Plan, recommend(p.Plan))
+			f.attach(p.fixPrivate())
 		}
 		p.Report(f)
 	},

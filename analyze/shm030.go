@@ -1,6 +1,9 @@
 package analyze
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // NVIDIA's recommended ulimits for GPU containers.
 const (
@@ -30,18 +33,23 @@ var shm030 = Rule{
 			return
 		}
 		var missing []string
+		var entries []entry
 		if plan.Memlock == nil || plan.Memlock.Soft != -1 {
 			missing = append(missing, "memlock: -1")
+			entries = append(entries, entry{key: "memlock", value: "-1"})
 		}
 		if plan.Stack == nil || plan.Stack.Soft != -1 && plan.Stack.Soft < recommendedStack {
 			missing = append(missing, "stack: 67108864")
+			entries = append(entries, entry{key: "stack", value: strconv.FormatInt(recommendedStack, 10)})
 		}
 		if len(missing) == 0 {
 			return
 		}
-		p.Report(Finding{
+		f := Finding{
 			Message:     "gpu service without the ulimits nvidia recommends: " + strings.Join(missing, ", "),
 			Remediation: "Add ulimits: {" + strings.Join(missing, ", ") + "} to the service.",
-		})
+		}
+		f.attach(p.fixUlimits(entries))
+		p.Report(f)
 	},
 }

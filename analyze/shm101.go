@@ -24,10 +24,12 @@ var shm101 = Rule{
 			return
 		}
 		size := recommend(plan)
-		p.Report(Finding{
+		f := Finding{
 			Message: fmt.Sprintf("no volume is mounted at /dev/shm: the container gets the runtime's 64 MiB, and %s", why(plan)),
 			Remediation: fmt.Sprintf("Mount a memory-backed emptyDir at /dev/shm in the pod spec:%s%s",
 				shmVolumeSnippet(plan, size), k8sMemoryNote(plan, size)),
-		})
+		}
+		f.attach(p.fixK8sVolume(size))
+		p.Report(f)
 	},
 }

@@ -30,11 +30,13 @@ var shm102 = Rule{
 		if plan.K8s.Medium != "" {
 			medium = "medium " + plan.K8s.Medium
 		}
-		p.Report(Finding{
+		f := Finding{
 			Pos:     plan.K8s.VolumePos,
 			Message: fmt.Sprintf("emptyDir %s at /dev/shm has %s: it is on the node's disk, not a tmpfs", plan.K8s.Volume, medium),
 			Remediation: fmt.Sprintf("Set medium: Memory on the emptyDir, with a sizeLimit:%s%s",
 				emptyDirSnippet(plan, size), k8sMemoryNote(plan, size)),
-		})
+		}
+		f.attach(p.fixK8sEmptyDir(size))
+		p.Report(f)
 	},
 }

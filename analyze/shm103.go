@@ -24,11 +24,13 @@ var shm103 = Rule{
 			return
 		}
 		size := recommend(plan)
-		p.Report(Finding{
+		f := Finding{
 			Pos:     plan.K8s.VolumePos,
 			Message: fmt.Sprintf("memory emptyDir %s at /dev/shm has no sizeLimit: it is bounded only by %s", plan.K8s.Volume, podBound(plan)),
 			Remediation: fmt.Sprintf("Add a sizeLimit to the emptyDir:%s%s",
 				emptyDirSnippet(plan, size), k8sMemoryNote(plan, size)),
-		})
+		}
+		f.attach(p.fixK8sEmptyDir(size))
+		p.Report(f)
 	},
 }

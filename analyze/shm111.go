@@ -23,11 +23,13 @@ var shm111 = Rule{
 			return
 		}
 		size := recommend(plan)
-		p.Report(Finding{
+		f := Finding{
 			Pos:     k.SizeLimitPos,
 			Message: fmt.Sprintf("sizeLimit %s of /dev/shm is below what the workload needs: %s", FormatSize(*k.SizeLimit), why(plan)),
 			Remediation: fmt.Sprintf("Raise sizeLimit to %s:%s%s", K8sSize(size),
 				emptyDirSnippet(plan, size), k8sMemoryNote(plan, size)),
-		})
+		}
+		f.attach(p.fixK8sEmptyDir(size))
+		p.Report(f)
 	},
 }

@@ -20,6 +20,8 @@ and Kubernetes manifests.
 
 Usage:
   shmdoctor [flags] [PATH...]
+  shmdoctor --fix [PATH...]       print a diff that fixes the mechanical findings
+  shmdoctor --fix --write         apply it to the files
   shmdoctor rules                 list the rules
   shmdoctor explain SHM001        print a rule's documentation
   shmdoctor host [--need 8g]     describe the Docker host for onboarding scripts
@@ -63,8 +65,15 @@ Examples:
   shmdoctor --format text --format sarif -o - -o shmdoctor.sarif   # the log and code scanning
   shmdoctor --need 8g --policy isolation
 
+--fix prints a unified diff (patch -p1, git apply) for the findings a mechanical
+change resolves: an ignored shm_size removed, shm_size sized to the workload, the
+NVIDIA ulimits, a /dev/shm emptyDir in a pod. Comments, quoting and the rest of the
+file are left as they are; what it does not fix, and why, goes to stderr. Nothing is
+probed. --fix --write applies the diff instead of printing it.
+
 Exit status: 0 nothing at or above --fail-on, 1 findings at or above it,
-2 usage or load errors, 130 interrupted.
+2 usage or load errors, 130 interrupted. With --fix: 0 nothing to fix, 1 a diff
+was printed; --fix --write: 0 once the files are written.
 
 Flags:
 `
@@ -87,6 +96,8 @@ type checkFlags struct {
 	config         string
 	noConfig       bool
 	showSuppressed bool
+	fix            bool
+	fixWrite       bool
 }
 
 func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
@@ -116,6 +127,8 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	fs.BoolVar(&f.showSuppressed, "show-suppressed", false, "list suppressed findings too (text and JSON; SARIF always records them)")
 	fs.StringVar(&f.config, "config", "", "read settings from this `file` (default: .shmdoctor.yaml here or in the nearest parent)")
 	fs.BoolVar(&f.noConfig, "no-config", false, "read no config file")
+	fs.BoolVar(&f.fix, "fix", false, "print a unified diff that fixes the mechanical findings, instead of the report")
+	fs.BoolVar(&f.fixWrite, "write", false, "with --fix: apply the fixes to the files instead of printing the diff")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage, usagef("%v", err)
@@ -131,12 +144,18 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return exitUsage, err
 	}
 	renders, cfg, failOn, err := f.validate()
+	if err == nil {
+		err = validateFix(&f, fs)
+	}
 	if err != nil {
 		return exitUsage, err
 	}
 	cfg.Severity, cfg.Ignore = conf.Severity, conf.Ignore
 
 	projects := analyze.Load(ctx, f.load)
+	if f.fix {
+		return fixProjects(projects, cfg, &f, stdout, stderr)
+	}
 	rep := &report.Report{Version: versionString(), Config: conf.Path}
 	for _, p := range projects {
 		rp := &report.Project{Project: p}

@@ -61,3 +61,31 @@ func WriteFiles(t testing.TB, files map[string]string) string {
 	}
 	return dir
 }
+
+// CopyTree copies the files under src into a new temporary folder and returns it, so that
+// a test may change them.
+func CopyTree(t testing.TB, src string) string {
+	t.Helper()
+	dir := t.TempDir()
+	err := filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dir, rel), 0o755)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}

@@ -1,0 +1,164 @@
+package analyze
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/shmdoctor/shmdoctor/internal/testutil"
+)
+
+// loadFiles loads a project laid out from files, from its folder, and checks it.
+func loadFiles(t *testing.T, files map[string]string, cfg Config) (*Project, []Finding) {
+	t.Helper()
+	t.Chdir(testutil.WriteFiles(t, files))
+	ps := Load(context.Background(), Options{Paths: []string{"."}})
+	if len(ps) != 1 || len(ps[0].Errors) > 0 || !ps[0].Loaded() {
+		t.Fatalf("loading: %+v", ps[0].Errors)
+	}
+	return ps[0], Check(ps[0], cfg)
+}
+
+// fixAll applies the fixes of every finding and returns the patched files by base name.
+func fixAll(t *testing.T, p *Project, fs []Finding) (map[string]string, *Patch) {
+	t.Helper()
+	var fixes []*Fix
+	for _, f := range fs {
+		fixes = append(fixes, f.Fix)
+	}
+	pt, err := ApplyFixes(p, fixes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, c := range pt.Files {
+		out[filepath.Base(c.Path)] = string(c.After)
+	}
+	return out, pt
+}
+
+// TestFixText holds the exact text of fixes where the layout of a file is unusual.
+func TestFixText(t *testing.T) {
+	cases := []struct {
+		name, in, want string
+	}{
+		{"crlf line endings",
+			"services:\r\n  db:\r\n    image: postgres:16\r\n",
+			"services:\r\n  db:\r\n    image: postgres:16\r\n    shm_size: 128m\r\n"},
+		{"no newline at the end",
+			"services:\n  db:\n    image: postgres:16",
+			"services:\n  db:\n    image: postgres:16\n    shm_size: 128m"},
+		{"a list at its key's indentation ends the service",
+			"services:\n  db:\n    image: postgres:16\n    volumes:\n    - ./data:/data\n  web:\n    image: nginx\n",
+			"services:\n  db:\n    image: postgres:16\n    volumes:\n    - ./data:/data\n    shm_size: 128m\n  web:\n    image: nginx\n"},
+		{"comments after the last key stay below it",
+			"services:\n  db:\n    image: postgres:16\n    # mem_limit: 1g\n\n  # the web\n  web:\n    image: nginx\n",
+			"services:\n  db:\n    image: postgres:16\n    shm_size: 128m\n    # mem_limit: 1g\n\n  # the web\n  web:\n    image: nginx\n"},
+		{"double quotes are kept",
+			"services:\n  db:\n    image: postgres:16\n    shm_size: \"0\"   # the default\n",
+			"services:\n  db:\n    image: postgres:16\n    shm_size: \"128m\"   # the default\n"},
+		{"a removed key takes its block and comment, not its neighbours'",
+			"services:\n  app:\n    ipc: host\n    shm_size: 2g # ignored\n    # about image\n    image: alpine\n",
+			"services:\n  app:\n    ipc: host\n    # about image\n    image: alpine\n"},
+		{"tab-free deep indentation",
+			"services:\n        db:\n                image: postgres:16\n",
+			"services:\n        db:\n                image: postgres:16\n                shm_size: 128m\n"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p, fs := loadFiles(t, map[string]string{"compose.yaml": c.in}, Config{})
+			got, _ := fixAll(t, p, fs)
+			if got["compose.yaml"] != c.want {
+				t.Errorf("got\n%q\nwant\n%q", got["compose.yaml"], c.want)
+			}
+		})
+	}
+}
+
+// TestNoFix: where a fix would be wrong, the finding says why instead.
+func TestNoFix(t *testing.T) {
+	cases := []struct {
+		name  string
+		files map[string]string
+		cfg   Config
+		rule  string
+		why   string
+	}{
+		{"flow style", map[string]string{"compose.yaml": "services:\n  db: {image: postgres:16}\n"}, Config{}, "SHM010", "flow style"},
+		{"shared anchor", map[string]string{"compose.yaml": "x-a: &a\n  ipc: host\n  shm_size: 2g\nservices:\n  a:\n    <<: *a\n    image: alpine\n"}, Config{}, "SHM001", "YAML anchor"},
+		{"memory limit", map[string]string{"compose.yaml": "services:\n  db:\n    image: postgres:16\n    mem_limit: 100m\n"}, Config{}, "SHM010", "memory limit 100 MiB cannot hold"},
+		{"variable", map[string]string{"compose.yaml": "services:\n  db:\n    image: postgres:16\n    shm_size: ${SHM:-64m}\n"}, Config{}, "SHM011", "variable"},
+		{"swarm", map[string]string{"compose.yaml": "services:\n  db:\n    image: postgres:16\n"}, Config{Target: TargetSwarm}, "SHM010", "docker stack deploy"},
+		{"reset", map[string]string{"compose.yaml": "services:\n  db:\n    image: postgres:16\n    shm_size: 1g\n", "compose.override.yaml": "services:\n  db:\n    shm_size: !reset null\n"}, Config{}, "SHM010", "!reset"},
+		{"kubernetes without a memory limit", map[string]string{"pod.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n    - name: vllm\n      image: vllm/vllm-openai\n"}, Config{}, "SHM101", "no memory limit"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, fs := loadFiles(t, c.files, c.cfg)
+			found := false
+			for _, f := range fs {
+				if f.Rule != c.rule {
+					continue
+				}
+				found = true
+				if f.Fix != nil || !strings.Contains(f.NoFix, c.why) {
+					t.Errorf("%s: fix %v, no fix %q, want a reason with %q", f.Pos, f.Fix, f.NoFix, c.why)
+				}
+			}
+			if !found {
+				t.Fatalf("no %s finding in %+v", c.rule, fs)
+			}
+		})
+	}
+}
+
+// TestSetShmSize is the helper other commands use to size a service: it replaces the
+// winning value where it is written and adds the key where it is not.
+func TestSetShmSize(t *testing.T) {
+	p, _ := loadFiles(t, map[string]string{
+		"compose.yaml":          "services:\n  a:\n    image: alpine\n    shm_size: '1g' # sized\n  b:\n    image: alpine\n",
+		"compose.override.yaml": "services:\n  a:\n    shm_size: '2g'\n",
+	}, Config{})
+	fa, err := SetShmSize(p, "a", 4<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb, err := SetShmSize(p, "b", 512<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := SetShmSize(p, "b", 1<<30) // overlaps fb: left for another run
+	got, pt := fixAll(t, p, []Finding{{Fix: fa}, {Fix: fb}, {Fix: again}})
+	if want := "services:\n  a:\n    shm_size: '4g'\n"; got["compose.override.yaml"] != want {
+		t.Errorf("override: %q, want %q", got["compose.override.yaml"], want)
+	}
+	if want := "services:\n  a:\n    image: alpine\n    shm_size: '1g' # sized\n  b:\n    image: alpine\n    shm_size: 512m\n"; got["compose.yaml"] != want {
+		t.Errorf("compose.yaml: %q, want %q", got["compose.yaml"], want)
+	}
+	if len(pt.Applied) != 2 || len(pt.Skipped) != 1 || pt.Skipped[0] != again {
+		t.Errorf("applied %d, skipped %v", len(pt.Applied), pt.Skipped)
+	}
+	if d := pt.Diff(); !strings.HasPrefix(d, "--- a/compose.override.yaml\n+++ b/compose.override.yaml\n") || !strings.Contains(d, "\n--- a/compose.yaml\n") {
+		t.Errorf("diff names the files otherwise than a/NAME, b/NAME:\n%s", d)
+	}
+	if _, err := SetShmSize(p, "nope", 1<<30); err == nil {
+		t.Error("no error for a missing service")
+	}
+	k8s, _ := loadFiles(t, map[string]string{"pod.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n    - name: c\n      image: busybox\n"}, Config{})
+	if _, err := SetShmSize(k8s, "Pod/p:c", 1<<30); err == nil {
+		t.Error("no error for a Kubernetes manifest")
+	}
+}
+
+// TestApplyFixesRefuses a fix made for other bytes, and a patch that would not parse.
+func TestApplyFixesRefuses(t *testing.T) {
+	p, _ := loadFiles(t, map[string]string{"compose.yaml": "services:\n  a:\n    image: alpine\n"}, Config{})
+	path := p.Index.top[0]
+	if _, err := ApplyFixes(p, []*Fix{{Edits: []Edit{{Path: path, Start: 0, End: 4, Old: "nope"}}}}); err == nil || !strings.Contains(err.Error(), "does not match") {
+		t.Errorf("stale fix: %v", err)
+	}
+	if _, err := ApplyFixes(p, []*Fix{{Edits: []Edit{{Path: path, Start: 0, End: 0, New: "a: [\n"}}}}); err == nil || !strings.Contains(err.Error(), "invalid YAML") {
+		t.Errorf("broken patch: %v", err)
+	}
+}

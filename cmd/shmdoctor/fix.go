@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/spf13/pflag"
+
+	"github.com/shmdoctor/shmdoctor/analyze"
+)
+
+// validateFix checks the flags that --fix and --write change the meaning of.
+func validateFix(f *checkFlags, fs *pflag.FlagSet) error {
+	switch {
+	case f.fixWrite && !f.fix:
+		return usagef("--write applies the fixes of --fix: give both")
+	case !f.fix:
+		return nil
+	case fs.Changed("format") || fs.Changed("output"):
+		return usagef("--fix prints a diff, not a report: --format and --output do not apply")
+	case f.fixWrite && slices.Contains(f.load.Paths, "-"):
+		return usagef("--write cannot write to standard input: use --fix alone for a diff")
+	}
+	return nil
+}
+
+// fixProjects prints the fixes of every project as one unified diff on stdout, with what
+// was and was not fixed on stderr, or with --write applies them to the files and prints
+// that on stdout. Projects are fixed from their files as loaded: when two projects' fixes
+// edit one file, the later project's wait for the next run.
+func fixProjects(projects []*analyze.Project, cfg analyze.Config, f *checkFlags, stdout, stderr io.Writer) (int, error) {
+	log := stderr
+	if f.fixWrite {
+		log = stdout
+	}
+	if f.quiet {
+		log = io.Discard
+	}
+	var changes []analyze.FileChange
+	claimed := map[string]bool{}
+	var fixed, skipped, cannot, decide, failed int
+	for _, p := range projects {
+		for _, e := range p.Errors {
+			fmt.Fprintf(stderr, "shmdoctor: %v\n", e)
+			failed++
+		}
+		if !p.Loaded() {
+			continue
+		}
+		findings := analyze.Check(p, cfg)
+		var fixes []*analyze.Fix
+		for _, fd := range findings {
+			if fd.Fix != nil && !touches(fd.Fix, claimed) {
+				fixes = append(fixes, fd.Fix)
+			}
+		}
+		pt, err := analyze.ApplyFixes(p, fixes)
+		if err != nil {
+			return exitUsage, err
+		}
+		for _, c := range pt.Files {
+			claimed[c.Path] = true
+		}
+		changes = append(changes, pt.Files...)
+		for _, fd := range findings {
+			if fd.Suppressed != nil {
+				continue // kept on purpose: neither fixed nor a decision left to take
+			}
+			at := fmt.Sprintf("%s: %s %s", fd.Pos, fd.Rule, fd.Service)
+			switch {
+			case fd.Fix != nil && slices.Contains(pt.Applied, fd.Fix):
+				fixed++
+				fmt.Fprintf(log, "%s: fixed: %s\n", at, fd.Fix.Description)
+			case fd.Fix != nil:
+				skipped++
+				fmt.Fprintf(log, "%s: left for the next run: the fix overlaps another\n", at)
+			case fd.NoFix != "":
+				cannot++
+				fmt.Fprintf(log, "%s: not fixed: %s\n", at, fd.NoFix)
+			default:
+				decide++
+			}
+		}
+	}
+	if f.fixWrite {
+		for _, c := range changes {
+			if err := replaceFile(c); err != nil {
+				return exitUsage, fmt.Errorf("writing %s: %w", c.Name, err)
+			}
+			fmt.Fprintf(log, "wrote %s\n", c.Name)
+		}
+	} else {
+		for _, c := range changes {
+			if _, err := io.WriteString(stdout, c.Diff()); err != nil {
+				return exitUsage, fmt.Errorf("writing the diff: %w", err)
+			}
+		}
+	}
+	if fixed+skipped+cannot+decide == 0 {
+		fmt.Fprint(log, "nothing to fix")
+	} else {
+		fmt.Fprintf(log, "%d %s fixed in %d %s", fixed, plural(fixed, "finding", "findings"), len(changes), plural(len(changes), "file", "files"))
+	}
+	if cannot > 0 {
+		fmt.Fprintf(log, ", %d cannot be fixed here", cannot)
+	}
+	if decide > 0 {
+		fmt.Fprintf(log, ", %d %s a decision (see the report)", decide, plural(decide, "takes", "take"))
+	}
+	if skipped > 0 {
+		fmt.Fprintf(log, "; %d overlap other fixes: run --fix again once these are applied", skipped)
+	}
+	fmt.Fprintln(log)
+	switch {
+	case failed > 0:
+		return exitUsage, nil
+	case len(changes) > 0 && !f.fixWrite:
+		return exitFindings, nil
+	}
+	return exitClean, nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// touches reports whether a fix edits a file another project has already changed.
+func touches(fx *analyze.Fix, claimed map[string]bool) bool {
+	for _, e := range fx.Edits {
+		if claimed[e.Path] {
+			return true
+		}
+	}
+	return false
+}
+
+// replaceFile writes a fixed file in one step: through a temporary file in the same folder,
+// with the file's mode, renamed over it (over a symlink's target, so the link stays). A file
+// that changed since the doctor read it is left alone.
+func replaceFile(c analyze.FileChange) (err error) {
+	path, err := filepath.EvalSymlinks(c.Path)
+	if err != nil {
+		return err
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	cur, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(cur, c.Before) {
+		return fmt.Errorf("the file changed since it was read: run the fix again")
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err := tmp.Write(c.After); err != nil {
+		return err
+	}
+	if err := tmp.Chmod(st.Mode().Perm()); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
