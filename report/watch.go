@@ -214,11 +214,17 @@ func WatchText(w io.Writer, s *analyze.WatchSummary, o Options) error {
 		if r.FloorFrom != "" && r.RecommendedBytes == r.FloorBytes {
 			tw.printf("  %s\n", pal.Dim.Render("not below the minimum: "+r.FloorFrom))
 		}
-		tw.printf("  %s\n", r.Verdict)
+		if r.Fits {
+			tw.printf("  %s\n", r.Verdict)
+		} else {
+			tw.printf("  %s\n", pal.Severity[analyze.Error].Render(r.Verdict))
+		}
 		if r.Note != "" {
 			tw.printf("  %s\n", pal.Dim.Render("note: "+r.Note))
 		}
 		switch {
+		case !r.Change && !r.Fits:
+			continue // the memory limit is what must change, and the verdict says so
 		case !r.Change && r.RecommendedBytes == analyze.DefaultShmSize && !r.Set:
 			tw.printf("  %s\n", pal.OK.Render("nothing to change: Docker's default 64 MiB holds it"))
 			continue
