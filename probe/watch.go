@@ -249,6 +249,11 @@ func (w *watcher) add(ctx context.Context, in *container.InspectResponse) {
 	g := w.groups[k.group]
 	if g == nil {
 		g = &shmGroup{key: k.group, hostIPC: k.HostIPC, method: w.method}
+		if g.method == analyze.WatchStats && k.ownSize == nil {
+			// The stats API tells no size, and inspect tells none for the host's /dev/shm
+			// or a bind or volume there: statfs tells both.
+			g.method = analyze.WatchAgent
+		}
 		w.groups[k.group] = g
 	}
 	if g.size == nil && k.ownSize != nil {

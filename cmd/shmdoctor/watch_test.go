@@ -184,14 +184,14 @@ func within(got *int64, want int64) bool {
 	return got != nil && float64(*got) >= 0.95*float64(want) && float64(*got) <= 1.05*float64(want)
 }
 
-// TestWatch watches the stack for a few seconds with the JSON stream, starting a service in
-// the middle, and checks every service's peak and recommendation. Then it ends watches
+// TestWatch watches the stack for a few seconds with the JSON stream, starting a service and
+// restarting another in the middle, and checks every service's peak and recommendation. Then it ends watches
 // with Ctrl-C, by both reading methods: each prints its summary, exits 0 and leaves no
 // companion container and no process in the watched containers.
 func TestWatch(t *testing.T) {
 	dir, project, compose := upWatchStack(t)
 
-	cmd := exec.Command(buildDoctor(t), "watch", "--format", "json", "--interval", "150ms", "--duration", "9s", "-p", project, dir)
+	cmd := exec.Command(buildDoctor(t), "watch", "--format", "json", "--interval", "150ms", "--duration", "10s", "-p", project, dir)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {
@@ -199,6 +199,9 @@ func TestWatch(t *testing.T) {
 	}
 	time.Sleep(3 * time.Second)
 	compose("--profile", "late", "up", "-d", "late")
+	time.Sleep(2 * time.Second)
+	restarted := time.Now()
+	compose("restart", "-t", "0", "scaled")
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("watch: %v\n%s", err, errb.String())
 	}
@@ -281,6 +284,23 @@ func TestWatch(t *testing.T) {
 	// donor: 24 MiB × 1.5 = 36 MiB: the default holds it.
 	if donor := recs["donor"]; donor.ShmSize != "64m" || donor.Change || !donor.Fits {
 		t.Errorf("donor: %+v, want the default 64m, nothing to change", donor)
+	}
+	// After the restart the replicas are read again: their companions ended with them and
+	// new ones were started.
+	var before map[string]int
+	for _, s := range samples {
+		if s.Time.After(restarted) {
+			break
+		}
+		before = map[string]int{}
+		for _, c := range s.Containers {
+			before[c.Name] = c.Samples
+		}
+	}
+	for _, c := range sum.Containers {
+		if c.Service == "scaled" && (!c.Running || c.Samples <= before[c.Name]+2) {
+			t.Errorf("%s: running %v, %d samples after its restart, %d before: not read again", c.Name, c.Running, c.Samples, before[c.Name])
+		}
 	}
 	if !slicesContain(sum.Methods, analyze.WatchAgent) {
 		t.Errorf("methods %v: this engine (cgroup v1) has no shmem in its stats, the agent reads", sum.Methods)
