@@ -63,6 +63,8 @@ type WatchedContainer struct {
 	Samples       int    `json:"samples"`
 	// Error is the latest reason the use could not be read, "" when it could.
 	Error string `json:"error,omitempty"`
+	// Fallback says why Method is not the one watch prefers ("agent: ..."), "" when it is.
+	Fallback string `json:"fallback,omitempty"`
 }
 
 // ServiceUsage is one service's /dev/shm over a watch: the largest of its containers (each

@@ -139,8 +139,12 @@ type shmGroup struct {
 	size      *int64
 	companion *companion
 	starting  bool
-	err       string
+	failures  int    // companions that failed in a row
+	err       string // why the preferred method failed last
 }
+
+// agentTries is how many companions in a row may fail before a group is read with df alone.
+const agentTries = 3
 
 // chooseMethod settles the preferred method: stats only where the engine reports shmem.
 func (w *watcher) chooseMethod(ctx context.Context) error {
@@ -259,6 +263,7 @@ func (w *watcher) add(ctx context.Context, in *container.InspectResponse) {
 	if g.size == nil && k.ownSize != nil {
 		g.size = k.ownSize
 	}
+	k.SizeBytes = g.size // until the first reading, what inspect says
 	sort.SliceStable(w.order, func(i, j int) bool {
 		a, b := w.order[i], w.order[j]
 		if a.Service != b.Service {
@@ -406,11 +411,26 @@ func (w *watcher) read(ctx context.Context, g *shmGroup, members []*watched) {
 func (w *watcher) start(ctx context.Context, g *shmGroup, members []*watched) {
 	defer w.starters.Done()
 	err := w.startCompanion(ctx, g, members[0])
+	if err != nil && ctx.Err() == nil && !w.stillRunning(ctx, members[0]) {
+		// It exited while its companion was starting: nothing to fall back for.
+		w.mu.Lock()
+		g.starting = false
+		w.mu.Unlock()
+		return
+	}
 	w.mu.Lock()
 	g.starting = false
 	fallback := err != nil && ctx.Err() == nil
 	if fallback {
-		g.method, g.err = analyze.WatchDf, "agent: "+err.Error()
+		// This sample is read with df; the agent is tried again at the next ones (a
+		// container in the middle of a restart refuses a companion for a moment) until it
+		// has failed agentTries times in a row.
+		g.err = "agent: " + err.Error()
+		if g.failures++; g.failures >= agentTries {
+			g.method = analyze.WatchDf
+		}
+	} else if err == nil {
+		g.failures = 0
 	}
 	w.mu.Unlock()
 	if fallback {
@@ -418,6 +438,21 @@ func (w *watcher) start(ctx context.Context, g *shmGroup, members []*watched) {
 		defer cancel()
 		w.readDf(rctx, g, members)
 	}
+}
+
+// stillRunning inspects a container again; one that stopped is marked so.
+func (w *watcher) stillRunning(ctx context.Context, k *watched) bool {
+	res, err := w.c.ContainerInspect(ctx, k.ID, client.ContainerInspectOptions{})
+	if err == nil && res.Container.State != nil && res.Container.State.Running {
+		return true
+	}
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		return true // cannot tell: let the fallback say what is wrong
+	}
+	w.mu.Lock()
+	k.Running, k.UsedBytes = false, nil
+	w.mu.Unlock()
+	return false
 }
 
 // record stores one reading of a group in each of its running members.
@@ -432,6 +467,10 @@ func (w *watcher) record(g *shmGroup, members []*watched, method analyze.WatchMe
 			continue
 		}
 		k.Method = method
+		k.Fallback = ""
+		if method != w.method {
+			k.Fallback = g.err
+		}
 		if readErr != "" {
 			k.Error = readErr
 			continue

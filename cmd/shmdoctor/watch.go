@@ -208,6 +208,11 @@ func summarize(model *analyze.Project, name string, cs []analyze.WatchedContaine
 		sum.Methods = []analyze.WatchMethod{}
 	}
 	sum.Notes = append(sum.Notes, analyze.WatchNotes(sum.Methods)...)
+	for _, c := range cs {
+		if c.Fallback != "" {
+			sum.Notes = append(sum.Notes, fmt.Sprintf("%s was read with %s: %s", c.Name, c.Method, c.Fallback))
+		}
+	}
 	if host {
 		sum.Notes = append(sum.Notes, "ipc: host: /dev/shm is the host's, and its use includes every other process on the host")
 	}

@@ -26,18 +26,21 @@ import (
 // watchStack is the stack the watch tests run with the reference docker compose. Each
 // service writes a known amount into /dev/shm with busybox dd (dd truncates the file, so the
 // use never exceeds the larger of two steps):
-//   - rise climbs to 48 MiB and falls back to 0, over and over;
+//   - rise climbs to 48 MiB and falls back to 0, over and over, with a guessed shm_size of
+//     1g where 128m is enough;
 //   - scaled has two replicas holding 40 MiB each under a 64 MiB memory limit, which cannot
 //     hold the recommended 64m;
 //   - donor holds 16 MiB and joiner, which joins donor's IPC namespace from a read-only root,
 //     adds 8 MiB to the same /dev/shm: 24 MiB, counted once;
-//   - brief holds 24 MiB for a few seconds and exits;
-//   - late (profile late) is started in the middle of the watch and holds 32 MiB.
+//   - brief holds 24 MiB until the test stops it;
+//   - late (profile late) is started in the middle of the watch and holds 32 MiB;
+//   - pidshare shares donor's PID namespace, where the companion cannot tell its /dev/shm
+//     from donor's: it is read with the image's df, and holds 8 MiB.
 const watchStack = `services:
   rise:
     image: {{image}}
     pull_policy: never
-    shm_size: 128m
+    shm_size: 1g
     command: ["sh", "-c", "while :; do for n in 8 16 32 48 32 16 8 0; do dd if=/dev/zero of=/dev/shm/w bs=1M count=$$n 2>/dev/null; sleep 0.3; done; done"]
   scaled:
     image: {{image}}
@@ -59,8 +62,12 @@ const watchStack = `services:
   brief:
     image: {{image}}
     pull_policy: never
-    restart: "no"
-    command: ["sh", "-c", "dd if=/dev/zero of=/dev/shm/b bs=1M count=24 2>/dev/null; sleep 6"]
+    command: ["sh", "-c", "dd if=/dev/zero of=/dev/shm/b bs=1M count=24 2>/dev/null; exec sleep 600"]
+  pidshare:
+    image: {{image}}
+    pull_policy: never
+    pid: service:donor
+    command: ["sh", "-c", "dd if=/dev/zero of=/dev/shm/p bs=1M count=8 2>/dev/null; exec sleep 600"]
   late:
     image: {{image}}
     pull_policy: never
@@ -184,54 +191,97 @@ func within(got *int64, want int64) bool {
 	return got != nil && float64(*got) >= 0.95*float64(want) && float64(*got) <= 1.05*float64(want)
 }
 
-// TestWatch watches the stack for a few seconds with the JSON stream, starting a service and
-// restarting another in the middle, and checks every service's peak and recommendation. Then it ends watches
-// with Ctrl-C, by both reading methods: each prints its summary, exits 0 and leaves no
-// companion container and no process in the watched containers.
+// TestWatch follows the stack through the JSON stream and acts on what it reads: once every
+// service has been read and rise has climbed to its top, it starts late and stops brief; once
+// those are seen, it restarts the scaled replicas; once they are read again, Ctrl-C ends the
+// watch. Then it checks every service's peak and recommendation. Subtests end watches with
+// Ctrl-C by both reading methods and with --duration.
 func TestWatch(t *testing.T) {
 	dir, project, compose := upWatchStack(t)
 
-	cmd := exec.Command(buildDoctor(t), "watch", "--format", "json", "--interval", "150ms", "--duration", "10s", "-p", project, dir)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd := exec.Command(buildDoctor(t), "watch", "--format", "json", "--interval", "150ms", "--duration", "60s", "-p", project, dir)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(3 * time.Second)
-	compose("--profile", "late", "up", "-d", "late")
-	time.Sleep(2 * time.Second)
-	restarted := time.Now()
-	compose("restart", "-t", "0", "scaled")
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("watch: %v\n%s", err, errb.String())
-	}
+	defer cmd.Process.Kill()
 
 	var samples []analyze.WatchSample
 	var sum analyze.WatchSummary
-	sc := bufio.NewScanner(&out)
+	const mib = 1 << 20
+	phase, restartedAt, interrupted := 0, 0, false
+	readAgain := map[string]int{}
+	sc := bufio.NewScanner(stdout)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		var kind struct{ Type string }
 		if err := json.Unmarshal(sc.Bytes(), &kind); err != nil {
 			t.Fatalf("line %d is not JSON: %v\n%s", len(samples)+1, err, sc.Text())
 		}
-		switch kind.Type {
-		case "sample":
-			var s analyze.WatchSample
-			if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
-				t.Fatal(err)
-			}
-			samples = append(samples, s)
-		case "summary":
+		if kind.Type == "summary" {
 			if err := json.Unmarshal(sc.Bytes(), &sum); err != nil {
 				t.Fatal(err)
 			}
-		default:
+			continue
+		}
+		if kind.Type != "sample" {
 			t.Fatalf("line of type %q: %s", kind.Type, sc.Text())
 		}
+		var s analyze.WatchSample
+		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+			t.Fatal(err)
+		}
+		samples = append(samples, s)
+		peak := map[string]int64{}
+		running := map[string]int{}
+		for _, u := range s.Services {
+			if u.PeakBytes != nil {
+				peak[u.Service] = *u.PeakBytes
+			}
+			running[u.Service] = u.Running
+		}
+		switch {
+		case len(samples) > 300 && !interrupted:
+			// 45 s without the stack going as planned: stop, and say where it stuck.
+			t.Errorf("phase %d after %d samples; peaks %v, running %v", phase, len(samples), peak, running)
+			interrupted = true
+			_ = cmd.Process.Signal(syscall.SIGINT)
+		case phase == 0 && len(peak) == 6 && peak["rise"] >= 48*mib:
+			phase = 1
+			compose("--profile", "late", "up", "-d", "late")
+			compose("stop", "-t", "0", "brief")
+		case phase == 1 && peak["late"] > 0 && running["brief"] == 0:
+			phase, restartedAt = 2, len(samples)
+			for _, c := range s.Containers {
+				readAgain[c.Name] = c.Samples
+			}
+			compose("restart", "-t", "0", "scaled")
+		case phase == 2 && !interrupted:
+			again := 0
+			for _, c := range s.Containers {
+				if c.Service == "scaled" && c.Running && c.Samples > readAgain[c.Name]+3 {
+					again++
+				}
+			}
+			if again == 2 && len(samples) > restartedAt+5 {
+				interrupted = true
+				if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
 	}
-	if len(samples) < 20 || sum.Type != "summary" {
-		t.Fatalf("%d samples and summary %q, want about 60 samples and a summary:\n%s", len(samples), sum.Type, out.String())
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("watch: %v, want exit 0 after Ctrl-C\n%s", err, errb.String())
+	}
+	if !interrupted || sum.Type != "summary" || !sum.Interrupted {
+		t.Fatalf("the watch ended in phase %d after %d samples (interrupted %v, summary %q): the stack did not go as planned\n%s",
+			phase, len(samples), interrupted, sum.Type, errb.String())
 	}
 	for _, u := range sum.Services {
 		t.Logf("%s: %d seen, %d running, size %v, peak %v, shares %q", u.Service, u.Seen, u.Running, deref(u.SizeBytes), deref(u.PeakBytes), u.SharesService)
@@ -245,8 +295,7 @@ func TestWatch(t *testing.T) {
 	for _, r := range sum.Recommendations {
 		recs[r.Service] = r
 	}
-	const mib = 1 << 20
-	for name, want := range map[string]int64{"rise": 48 * mib, "scaled": 40 * mib, "donor": 24 * mib, "brief": 24 * mib, "late": 32 * mib} {
+	for name, want := range map[string]int64{"rise": 48 * mib, "scaled": 40 * mib, "donor": 24 * mib, "brief": 24 * mib, "late": 32 * mib, "pidshare": 8 * mib} {
 		if !within(svc[name].PeakBytes, want) {
 			t.Errorf("%s: peak %v, want %s within 5%%", name, deref(svc[name].PeakBytes), analyze.FormatSize(want))
 		}
@@ -271,10 +320,10 @@ func TestWatch(t *testing.T) {
 		}
 	}
 
-	// rise: 48 MiB × 1.5 = 72 MiB, rounded up to 128m, where shm_size already is.
+	// rise: 48 MiB × 1.5 = 72 MiB, rounded up to 128m: shm_size at compose.yaml:5 changes.
 	rise := recs["rise"]
-	if rise.ShmSize != "128m" || !rise.Set || rise.Pos.Line != 5 || rise.Change {
-		t.Errorf("rise: %+v, want shm_size 128m already at compose.yaml:5", rise)
+	if rise.ShmSize != "128m" || !rise.Set || rise.Pos.Line != 5 || !rise.Change || *rise.CurrentBytes != 1<<30 {
+		t.Errorf("rise: %+v, want shm_size 1g at compose.yaml:5 changed to 128m", rise)
 	}
 	// scaled: 40 MiB × 1.5 = 60 MiB, which the default 64 MiB holds, but not the 64m limit.
 	scaled := recs["scaled"]
@@ -285,21 +334,16 @@ func TestWatch(t *testing.T) {
 	if donor := recs["donor"]; donor.ShmSize != "64m" || donor.Change || !donor.Fits {
 		t.Errorf("donor: %+v, want the default 64m, nothing to change", donor)
 	}
-	// After the restart the replicas are read again: their companions ended with them and
-	// new ones were started.
-	var before map[string]int
-	for _, s := range samples {
-		if s.Time.After(restarted) {
-			break
-		}
-		before = map[string]int{}
-		for _, c := range s.Containers {
-			before[c.Name] = c.Samples
-		}
-	}
 	for _, c := range sum.Containers {
-		if c.Service == "scaled" && (!c.Running || c.Samples <= before[c.Name]+2) {
-			t.Errorf("%s: running %v, %d samples after its restart, %d before: not read again", c.Name, c.Running, c.Samples, before[c.Name])
+		want := analyze.WatchAgent
+		if c.Service == "pidshare" {
+			want = analyze.WatchDf
+			if !strings.Contains(c.Fallback, "PID namespace") {
+				t.Errorf("pidshare: fallback %q, want why the agent could not read it", c.Fallback)
+			}
+		}
+		if c.Method != want {
+			t.Errorf("%s read with %q, want %s", c.Name, c.Method, want)
 		}
 	}
 	if !slicesContain(sum.Methods, analyze.WatchAgent) {
@@ -314,6 +358,17 @@ func TestWatch(t *testing.T) {
 			watchInterrupt(t, dir, project, method)
 		})
 	}
+	t.Run("duration", func(t *testing.T) {
+		code, out, errs := doctor(t, nil, "watch", "--format", "json", "--interval", "100ms", "--duration", "2s", "-p", project, dir)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		var last analyze.WatchSummary
+		if code != exitClean || json.Unmarshal([]byte(lines[len(lines)-1]), &last) != nil || last.Type != "summary" || last.Interrupted || len(lines) < 10 {
+			t.Errorf("exit %d, %d lines, last %q: %s", code, len(lines), lines[len(lines)-1], errs)
+		}
+		if left := watchCompanions(t, project); len(left) > 0 {
+			t.Errorf("companions left behind: %v", left)
+		}
+	})
 }
 
 func slicesContain(ms []analyze.WatchMethod, m analyze.WatchMethod) bool {
@@ -345,7 +400,7 @@ func watchInterrupt(t *testing.T, dir, project, method string) {
 		t.Fatalf("watch ended by Ctrl-C: %v, want exit 0\n%s", err, errb.String())
 	}
 	text := out.String()
-	for _, want := range []string{"ended by Ctrl-C", "rise peak", "scaled peak 40 MiB", "cannot hold", method + ": "} {
+	for _, want := range []string{"ended by Ctrl-C", "rise peak", "(now 1 GiB)", "scaled peak 40 MiB", "cannot hold", method + ": "} {
 		if !strings.Contains(text, want) {
 			t.Errorf("summary has no %q:\n%s", want, text)
 		}
