@@ -210,39 +210,7 @@ func WatchText(w io.Writer, s *analyze.WatchSummary, o Options) error {
 		tw.printf("  %s\n", l)
 	}
 	for _, r := range s.Recommendations {
-		tw.printf("\n%s %s\n", pal.Service.Render(r.Service), recommendationLine(r))
-		if r.FloorFrom != "" && r.RecommendedBytes == r.FloorBytes {
-			tw.printf("  %s\n", pal.Dim.Render("not below the minimum: "+r.FloorFrom))
-		}
-		if r.Fits {
-			tw.printf("  %s\n", r.Verdict)
-		} else {
-			tw.printf("  %s\n", pal.Severity[analyze.Error].Render(r.Verdict))
-		}
-		if r.Note != "" {
-			tw.printf("  %s\n", pal.Dim.Render("note: "+r.Note))
-		}
-		switch {
-		case !r.Change && !r.Fits:
-			continue // the memory limit is what must change, and the verdict says so
-		case !r.Change && r.RecommendedBytes == analyze.DefaultShmSize && !r.Set:
-			tw.printf("  %s\n", pal.OK.Render("nothing to change: Docker's default 64 MiB holds it"))
-			continue
-		case !r.Change:
-			tw.printf("  %s\n", pal.OK.Render("nothing to change: /dev/shm already has this size"))
-			continue
-		case r.Diff != "":
-			tw.printf("%s", indent(r.Diff, "  "))
-			continue
-		}
-		where := "add to the compose file"
-		switch {
-		case r.Pos.File != "" && r.Set:
-			where = "change " + r.Key + " at " + r.Pos.String()
-		case r.Pos.File != "":
-			where = "add under the service at " + r.Pos.String()
-		}
-		tw.printf("  %s\n%s", pal.Fix.Render(where+":"), indent(r.Snippet, "    "))
+		watchRecommendation(tw, r, pal)
 	}
 	for _, u := range s.Services {
 		for _, e := range u.Errors {
@@ -256,6 +224,47 @@ func WatchText(w io.Writer, s *analyze.WatchSummary, o Options) error {
 		}
 	}
 	return tw.err
+}
+
+// watchRecommendation prints one service's recommendation: one line when nothing is to
+// change, else the verdict on the memory limit and the compose text to write, and where.
+func watchRecommendation(tw *errWriter, r analyze.ShmRecommendation, pal palette) {
+	head := pal.Service.Render(r.Service) + " " + recommendationLine(r)
+	if !r.Change && r.Fits {
+		holds := "/dev/shm already has this size"
+		if r.RecommendedBytes == analyze.DefaultShmSize && !r.Set {
+			holds = "Docker's default 64 MiB holds it"
+		}
+		tw.printf("\n%s: %s\n", head, pal.OK.Render(holds+", nothing to change"))
+		return
+	}
+	tw.printf("\n%s\n", head)
+	if r.FloorFrom != "" && r.RecommendedBytes == r.FloorBytes {
+		tw.printf("  %s\n", pal.Dim.Render("not below the minimum: "+r.FloorFrom))
+	}
+	if r.Fits {
+		tw.printf("  %s\n", r.Verdict)
+	} else {
+		tw.printf("  %s\n", pal.Severity[analyze.Error].Render(r.Verdict))
+	}
+	if r.Note != "" {
+		tw.printf("  %s\n", pal.Dim.Render("note: "+r.Note))
+	}
+	switch {
+	case !r.Change:
+		return // the memory limit is what must change, and the verdict says so
+	case r.Diff != "":
+		tw.printf("%s", indent(r.Diff, "  "))
+		return
+	}
+	where := "add to the compose file"
+	switch {
+	case r.Pos.File != "" && r.Set:
+		where = "change " + r.Key + " at " + r.Pos.String()
+	case r.Pos.File != "":
+		where = "add under the service at " + r.Pos.String()
+	}
+	tw.printf("  %s\n%s", pal.Fix.Render(where+":"), indent(r.Snippet, "    "))
 }
 
 // recommendationLine is "peak 48 MiB × 1.5 → shm_size: 128m (now 64 MiB)".

@@ -7,7 +7,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"debug/elf"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -80,6 +82,16 @@ const watchStack = `services:
 func busyboxImage(t *testing.T, c *client.Client) string {
 	t.Helper()
 	bin, err := os.ReadFile("/usr/bin/busybox")
+	if err == nil {
+		var f *elf.File
+		if f, err = elf.NewFile(bytes.NewReader(bin)); err == nil {
+			for _, p := range f.Progs {
+				if p.Type == elf.PT_INTERP {
+					err = errors.New("it is dynamically linked")
+				}
+			}
+		}
+	}
 	if err != nil {
 		t.Fatalf("the watch tests need a static busybox at /usr/bin/busybox (apt-get install busybox-static): %v", err)
 	}
