@@ -50,7 +50,9 @@ type WatchedContainer struct {
 	SharesWith    string `json:"shares_with,omitempty"`
 	SharesService string `json:"shares_service,omitempty"`
 	// HostIPC is true when /dev/shm is the host's own (ipc: host).
-	HostIPC bool        `json:"host_ipc,omitempty"`
+	HostIPC bool `json:"host_ipc,omitempty"`
+	// Mount is the type of a mount at /dev/shm (tmpfs, bind, volume), "" when none.
+	Mount   string      `json:"mount,omitempty"`
 	Running bool        `json:"running"`
 	Method  WatchMethod `json:"method,omitempty"`
 	// SizeBytes is the size of /dev/shm, UsedBytes the latest use, PeakBytes the highest use
@@ -78,6 +80,7 @@ type ServiceUsage struct {
 	// counted there.
 	SharesService string        `json:"shares_service,omitempty"`
 	HostIPC       bool          `json:"host_ipc,omitempty"`
+	Mount         string        `json:"mount,omitempty"`
 	Methods       []WatchMethod `json:"methods,omitempty"`
 	SizeBytes     *int64        `json:"size_bytes"`
 	UsedBytes     *int64        `json:"used_bytes"`
@@ -102,7 +105,7 @@ func SummarizeServices(cs []WatchedContainer) []ServiceUsage {
 	for _, c := range cs {
 		u := by[c.Service]
 		if u == nil {
-			u = &ServiceUsage{Service: c.Service, SharesService: c.SharesService, HostIPC: c.HostIPC}
+			u = &ServiceUsage{Service: c.Service, SharesService: c.SharesService, HostIPC: c.HostIPC, Mount: c.Mount}
 			by[c.Service] = u
 			names = append(names, c.Service)
 		}

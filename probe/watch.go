@@ -56,8 +56,9 @@ type WatchOptions struct {
 
 // Watch samples the /dev/shm of every running container of a compose project until ctx is
 // done or opts.Duration has passed, following containers that start later and keeping the
-// peak of those that exit. It returns every container seen. Companion containers are
-// removed on every path; ctx being done is the normal end of a watch, not an error.
+// peak of those that exit. It returns every container seen, with the error that stopped it
+// early (a daemon that stopped answering) if any. Companion containers are removed on every
+// path; ctx being done is the normal end of a watch, not an error.
 func Watch(ctx context.Context, c Client, opts WatchOptions) ([]analyze.WatchedContainer, error) {
 	if opts.Interval <= 0 {
 		opts.Interval = time.Second
@@ -98,7 +99,7 @@ func Watch(ctx context.Context, c Client, opts WatchOptions) ([]analyze.WatchedC
 			break
 		}
 	}
-	w.stopAll()
+	w.stopAll() // before the final state, so that no companion reports after it
 	return w.containers(), err
 }
 
@@ -123,18 +124,15 @@ type watcher struct {
 // watched is one container.
 type watched struct {
 	analyze.WatchedContainer
-	group     string
-	pidMode   container.PidMode
-	ownSize   *int64 // from inspect, nil where it depends on the host
-	shmem     int64  // stats: the latest shmem of this container
-	startedAt string
+	group   string
+	pidMode container.PidMode
+	ownSize *int64 // from inspect, nil where it depends on the host
 }
 
 // shmGroup is one /dev/shm: a container's own, or one shared through ipc: service:,
 // container: or host. It is read once per sample, whichever member it is read through.
 type shmGroup struct {
 	key       string
-	hostIPC   bool
 	method    analyze.WatchMethod
 	size      *int64
 	companion *companion
@@ -227,18 +225,18 @@ func (w *watcher) add(ctx context.Context, in *container.InspectResponse) {
 	num, _ := strconv.Atoi(labels[ComposeNumberLabel])
 	k := &watched{WatchedContainer: analyze.WatchedContainer{
 		ID: in.ID, Name: strings.TrimPrefix(in.Name, "/"), Service: labels[ComposeServiceLabel], Number: num, Running: true,
-	}, pidMode: hc.PidMode, startedAt: in.State.StartedAt}
+	}, pidMode: hc.PidMode}
 	if hc.Memory > 0 {
 		k.MemLimitBytes = ptr(hc.Memory)
 	}
-	k.group, k.ownSize = w.groupOf(ctx, in)
+	k.group, k.ownSize, k.Mount = w.groupOf(ctx, in)
 	k.HostIPC = k.group == "host"
 
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if old := w.byID[in.ID]; old != nil {
 		// A restart: same container, new processes; keep what was seen before.
-		old.Running, old.startedAt, old.pidMode, old.Error = true, k.startedAt, k.pidMode, ""
+		old.Running, old.pidMode, old.Error = true, k.pidMode, ""
 		return
 	}
 	if k.group != in.ID && k.group != "host" {
@@ -252,7 +250,10 @@ func (w *watcher) add(ctx context.Context, in *container.InspectResponse) {
 	w.order = append(w.order, k)
 	g := w.groups[k.group]
 	if g == nil {
-		g = &shmGroup{key: k.group, hostIPC: k.HostIPC, method: w.method}
+		g = &shmGroup{key: k.group, method: w.method}
+		if k.ownSize != nil && *k.ownSize == 0 {
+			g.method, g.err = "", "ipc: none: the container has no /dev/shm" // nothing to read
+		}
 		if g.method == analyze.WatchStats && k.ownSize == nil {
 			// The stats API tells no size, and inspect tells none for the host's /dev/shm
 			// or a bind or volume there: statfs tells both.
@@ -264,6 +265,9 @@ func (w *watcher) add(ctx context.Context, in *container.InspectResponse) {
 		g.size = k.ownSize
 	}
 	k.SizeBytes = g.size // until the first reading, what inspect says
+	if g.method == "" {
+		k.Error = g.err
+	}
 	sort.SliceStable(w.order, func(i, j int) bool {
 		a, b := w.order[i], w.order[j]
 		if a.Service != b.Service {
@@ -274,37 +278,38 @@ func (w *watcher) add(ctx context.Context, in *container.InspectResponse) {
 }
 
 // groupOf says whose /dev/shm a container uses, and its size where inspect tells it: a
-// mount at /dev/shm wins over every IPC mode, as in the engine.
-func (w *watcher) groupOf(ctx context.Context, in *container.InspectResponse) (string, *int64) {
+// mount at /dev/shm wins over every IPC mode, as in the engine. The third result is the type
+// of that mount, "" when there is none.
+func (w *watcher) groupOf(ctx context.Context, in *container.InspectResponse) (string, *int64, string) {
 	hc := in.HostConfig
 	if opts, ok := hc.Tmpfs["/dev/shm"]; ok {
-		return in.ID, tmpfsOptionSize(opts)
+		return in.ID, tmpfsOptionSize(opts), "tmpfs"
 	}
 	for _, m := range hc.Mounts {
 		if strings.TrimRight(m.Target, "/") == "/dev/shm" {
 			if m.Type == mount.TypeTmpfs && m.TmpfsOptions != nil && m.TmpfsOptions.SizeBytes > 0 {
-				return in.ID, ptr(m.TmpfsOptions.SizeBytes)
+				return in.ID, ptr(m.TmpfsOptions.SizeBytes), string(m.Type)
 			}
-			return in.ID, nil
+			return in.ID, nil, string(m.Type)
 		}
 	}
 	for _, m := range in.Mounts {
 		if strings.TrimRight(m.Destination, "/") == "/dev/shm" {
-			return in.ID, nil
+			return in.ID, nil, string(m.Type)
 		}
 	}
 	switch {
 	case hc.IpcMode.IsHost():
-		return "host", nil
+		return "host", nil, ""
 	case hc.IpcMode.IsNone():
-		return in.ID, ptr(int64(0))
+		return in.ID, ptr(int64(0)), ""
 	case hc.IpcMode.IsContainer():
 		ref := hc.IpcMode.Container()
 		w.mu.Lock()
 		for id, k := range w.byID {
 			if id == ref || k.Name == ref {
 				w.mu.Unlock()
-				return id, k.ownSize
+				return id, k.ownSize, ""
 			}
 		}
 		w.mu.Unlock()
@@ -313,15 +318,15 @@ func (w *watcher) groupOf(ctx context.Context, in *container.InspectResponse) (s
 			if size <= 0 {
 				size = analyze.DefaultShmSize
 			}
-			return res.Container.ID, ptr(size)
+			return res.Container.ID, ptr(size), ""
 		}
-		return ref, nil
+		return ref, nil, ""
 	}
 	size := hc.ShmSize
 	if size <= 0 {
 		size = analyze.DefaultShmSize
 	}
-	return in.ID, ptr(size)
+	return in.ID, ptr(size), ""
 }
 
 // tmpfsOptionSize reads size= from tmpfs mount options ("rw,size=256m").

@@ -121,9 +121,9 @@ func watch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 			writeErr = live.Draw(s, started, *interval)
 		}
 	}
-	containers, err := probe.Watch(ctx, c, opts)
-	if err != nil {
-		return exitUsage, fmt.Errorf("watch: %w", err)
+	containers, watchErr := probe.Watch(ctx, c, opts)
+	if watchErr != nil && len(containers) == 0 {
+		return exitUsage, fmt.Errorf("watch: %w", watchErr)
 	}
 	if live != nil {
 		_ = live.Clear()
@@ -143,6 +143,10 @@ func watch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	}
 	if err != nil {
 		return exitUsage, fmt.Errorf("writing the watch report: %w", err)
+	}
+	if watchErr != nil {
+		// What was seen until the daemon failed is in the summary above.
+		return exitUsage, fmt.Errorf("watch: %w", watchErr)
 	}
 	if len(containers) == 0 {
 		fmt.Fprintf(stderr, "shmdoctor: no container of project %s ran during the watch (is it up? docker compose -p %s ps)\n", name, name)
@@ -201,6 +205,15 @@ func summarize(model *analyze.Project, name string, cs []analyze.WatchedContaine
 			continue
 		}
 		r := analyze.Recommend(model, u.Service, *u.PeakBytes, u.SizeBytes, u.MemLimitBytes, headroom)
+		if r.Note == "" && model == nil {
+			// Without the compose file, what the engine shows stands in for the plan.
+			switch {
+			case u.Mount != "":
+				r.Note = "a " + u.Mount + " mount at /dev/shm replaces the shm mount: shm_size does not apply; size the mount instead"
+			case u.HostIPC:
+				r.Note = "ipc: host shares the host's /dev/shm and ignores shm_size; replace ipc: host with shm_size to give the service a /dev/shm of its own"
+			}
+		}
 		r.Diff, _ = shmSizeDiff(model, r)
 		sum.Recommendations = append(sum.Recommendations, r)
 	}
