@@ -109,9 +109,8 @@ type watcher struct {
 	o      WatchOptions
 	method analyze.WatchMethod // the preferred method; groups may fall back
 
-	imageOnce sync.Once
-	image     string
-	imageErr  error
+	imageMu sync.Mutex
+	image   string
 
 	starters sync.WaitGroup // companions being started
 
@@ -656,13 +655,13 @@ func (w *watcher) startCompanion(ctx context.Context, g *shmGroup, target *watch
 	case target.pidMode.IsContainer():
 		return errors.New("the container shares another container's PID namespace")
 	}
-	w.imageOnce.Do(func() { w.image, w.imageErr = Image(ctx, w.c, w.o.Binary) })
-	if w.imageErr != nil {
-		return w.imageErr
+	image, err := w.companionImage(ctx, false)
+	if err != nil {
+		return err
 	}
 	interval := w.o.Interval
 	cfg := &container.Config{
-		Image:       w.image,
+		Image:       image,
 		Cmd:         []string{"watch", "--path", path, "--interval", interval.String(), "--every", min(companionEvery, interval).String()},
 		User:        "0:0",
 		OpenStdin:   true,
@@ -687,6 +686,12 @@ func (w *watcher) startCompanion(ctx context.Context, g *shmGroup, target *watch
 	defer cancel()
 	name := "shmdoctor-watch-" + target.Name + "-" + newRunID()[:6]
 	res, err := w.c.ContainerCreate(cctx, client.ContainerCreateOptions{Name: name, Config: cfg, HostConfig: hc})
+	if cerrdefs.IsNotFound(err) {
+		// The image was removed since (shmdoctor probe --clean): import it again, once.
+		if cfg.Image, err = w.companionImage(ctx, true); err == nil {
+			res, err = w.c.ContainerCreate(cctx, client.ContainerCreateOptions{Name: name, Config: cfg, HostConfig: hc})
+		}
+	}
 	if err != nil {
 		return errors.New(dockerMessage(err))
 	}
@@ -761,6 +766,21 @@ func (w *watcher) follow(cp *companion, g *shmGroup, first chan<- string) {
 		}
 		first <- msg
 	}
+}
+
+// companionImage is the probe image the companions run, imported once per watch, or again
+// when again is set.
+func (w *watcher) companionImage(ctx context.Context, again bool) (string, error) {
+	w.imageMu.Lock()
+	defer w.imageMu.Unlock()
+	if w.image == "" || again {
+		image, err := Image(ctx, w.c, w.o.Binary)
+		if err != nil {
+			return "", err
+		}
+		w.image = image
+	}
+	return w.image, nil
 }
 
 // stopCompanion closes its standard input, which ends the agent, and removes it.
