@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
+
+	"github.com/shmdoctor/shmdoctor/analyze"
 )
 
 func TestParseDf(t *testing.T) {
@@ -141,5 +144,68 @@ func TestWatchStatsShmem(t *testing.T) {
 	}
 	if want := info.Info.CgroupVersion == "2"; ok != want {
 		t.Errorf("cgroup v%s: shmem reported %v (%d), want %v", info.Info.CgroupVersion, ok, n, want)
+	}
+}
+
+// TestWatchFollows watches two containers labelled as one compose service's replicas, one of
+// which joins the other's IPC namespace: both are read by their companions, the shared
+// /dev/shm is one group, and nothing is left behind.
+func TestWatchFollows(t *testing.T) {
+	o := testOptions(t)
+	c := daemon(t)
+	ctx := context.Background()
+	image, err := Image(ctx, c, testAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	project := o.Project
+	var ids []string
+	for i, ipc := range []string{"shareable", ""} {
+		hc := &container.HostConfig{NetworkMode: "none", IpcMode: container.IpcMode(ipc), ShmSize: 32 << 20}
+		if ipc == "" {
+			hc.IpcMode = container.IpcMode("container:" + ids[0])
+		}
+		res, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{
+			Config: &container.Config{Image: image, Cmd: []string{"--target", "0", "--hold", "60s"}, Labels: map[string]string{
+				LabelProbe: "watch", LabelProject: project,
+				ComposeProjectLabel: project, ComposeServiceLabel: "app", ComposeNumberLabel: fmt.Sprint(i + 1), ComposeOneoffLabel: "False",
+			}},
+			HostConfig: hc,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, res.ID)
+		t.Cleanup(func() { _, _ = c.ContainerRemove(context.Background(), res.ID, client.ContainerRemoveOptions{Force: true}) })
+		if _, err := c.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	samples := 0
+	cs, err := Watch(ctx, c, WatchOptions{Project: project, Interval: 100 * time.Millisecond, Duration: 3 * time.Second, Binary: testAgent,
+		OnSample: func(analyze.WatchSample) { samples++ }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 2 || samples < 10 {
+		t.Fatalf("%d containers, %d samples", len(cs), samples)
+	}
+	for _, w := range cs {
+		if w.Method != analyze.WatchAgent || w.SizeBytes == nil || *w.SizeBytes != 32<<20 || w.Samples == 0 {
+			t.Errorf("%s: method %q, size %v, %d samples", w.Name, w.Method, w.SizeBytes, w.Samples)
+		}
+	}
+	if cs[1].SharesWith != cs[0].Name || cs[0].SharesWith != "" {
+		t.Errorf("shares: %q and %q, want the second to share the first's", cs[0].SharesWith, cs[1].SharesWith)
+	}
+	f := make(client.Filters).Add("label", LabelWatch)
+	list, err := c.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range list.Items {
+		if s.Labels[LabelWatch] == ids[0] || s.Labels[LabelWatch] == ids[1] {
+			t.Errorf("companion left behind: %v", s.Names)
+		}
 	}
 }
