@@ -176,7 +176,9 @@ func TestWatchFollows(t *testing.T) {
 			t.Fatal(err)
 		}
 		ids = append(ids, res.ID)
-		t.Cleanup(func() { _, _ = c.ContainerRemove(context.Background(), res.ID, client.ContainerRemoveOptions{Force: true}) })
+		t.Cleanup(func() {
+			_, _ = c.ContainerRemove(context.Background(), res.ID, client.ContainerRemoveOptions{Force: true})
+		})
 		if _, err := c.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
 			t.Fatal(err)
 		}
