@@ -22,7 +22,7 @@ var shm012 = Rule{
 	},
 	Check: func(p *Pass) {
 		plan := p.Plan
-		if plan.Predicted == nil || plan.MemLimit == nil || *plan.Predicted == 0 || *plan.Predicted < *plan.MemLimit {
+		if plan.Predicted == nil || plan.MemLimit == nil || !exceedsLimit(*plan.Predicted, *plan.MemLimit) {
 			return
 		}
 		at := p.At(ShmKey)
@@ -41,3 +41,7 @@ var shm012 = Rule{
 		})
 	},
 }
+
+// exceedsLimit is SHM012's condition: a /dev/shm of size bytes at or above the memory limit.
+// watch applies it to the sizes it recommends.
+func exceedsLimit(size, limit int64) bool { return size > 0 && size >= limit }

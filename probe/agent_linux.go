@@ -29,6 +29,8 @@ import (
 // "measure" event with what /dev/shm is, "progress" events while the write probe runs, and a
 // final "report" event (see AgentReport and ParseAgentOutput). It returns the exit code.
 //
+// `agent watch` is the companion of `shmdoctor watch` (see watchMain).
+//
 // Flags: --target SIZE (write probe target, 0 disables it), --mode write|mmap|both,
 // --max-share F (largest share of MemAvailable the write probe may use, default 0.5),
 // --hold D (stay up this long after the report, so that IPC joiners can join), --budget D
@@ -42,6 +44,9 @@ import (
 func AgentMain(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "write" {
 		return writerMain(args[1:], stderr)
+	}
+	if len(args) > 0 && args[0] == "watch" {
+		return watchMain(args[1:], os.Stdin, stdout, stderr)
 	}
 	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
 	fs.SetOutput(stderr)

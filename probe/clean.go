@@ -14,8 +14,8 @@ import (
 // leftover: a live run's containers are stopped only for the moment between exit and removal.
 var cleanGrace = time.Minute
 
-// Clean removes the probe images and any leftover probe containers (`shmdoctor probe
-// --clean`). Containers of a doctor probing right now are left alone, and so are the images
+// Clean removes the probe images and any leftover probe containers and watch companions
+// (`shmdoctor probe --clean`). Containers of a doctor probing right now are left alone, and so are the images
 // they use: a running probe container younger than StaleAge, or a stopped one younger than a
 // minute. It returns how many containers and images it removed.
 func Clean(ctx context.Context, c Client) (containers, images int, err error) {
@@ -35,6 +35,11 @@ func Clean(ctx context.Context, c Client) (containers, images int, err error) {
 		}
 		return age > cleanGrace
 	})
+	if err != nil {
+		errs = append(errs, err)
+	}
+	n, err := removeCompanions(ctx, c, now)
+	containers += n
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -74,4 +79,33 @@ func Clean(ctx context.Context, c Client) (containers, images int, err error) {
 		}
 	}
 	return containers, images, joinErrors(errs...)
+}
+
+// removeCompanions removes watch companions that never ran or stopped without being removed
+// (a doctor killed between creating one and attaching to it). Running ones belong to a live
+// watch and end with it.
+func removeCompanions(ctx context.Context, c Client, now time.Time) (int, error) {
+	f := make(client.Filters).Add("label", LabelWatch)
+	list, err := c.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		return 0, fmt.Errorf("listing watch companions: %s", reason(err))
+	}
+	removed := 0
+	var errs []error
+	for _, s := range list.Items {
+		if s.State == container.StateRunning || now.Sub(time.Unix(s.Created, 0)) < cleanGrace {
+			continue
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeTimeout)
+		_, err := c.ContainerRemove(rctx, s.ID, client.ContainerRemoveOptions{Force: true})
+		cancel()
+		switch {
+		case err == nil:
+			removed++
+		case cerrdefs.IsNotFound(err) || cerrdefs.IsConflict(err):
+		default:
+			errs = append(errs, fmt.Errorf("removing watch companion %.12s: %s", s.ID, reason(err)))
+		}
+	}
+	return removed, joinErrors(errs...)
 }

@@ -12,6 +12,12 @@
 // re-exec of the agent), so nothing is left behind even when the kernel kills the writer, and
 // it streams its progress so that an OOM kill still tells how far it got.
 //
+// Watch (`shmdoctor watch`) follows the running containers of a compose project instead and
+// reads their /dev/shm use over time: from the stats API's shmem counter where the engine
+// reports it (cgroup v2), else with the agent's watch mode in a companion container that
+// shares the watched container's PID namespace (labelled io.shmdoctor.watch, removed by the
+// engine when the doctor's attach connection or the container ends), else with the image's df.
+//
 // The binary that contains the agent must dispatch `<binary> agent ARGS...` to
 // AgentMain(ARGS, os.Stdout, os.Stderr): the agent re-executes itself that way.
 package probe

@@ -25,6 +25,12 @@ import (
 // leftover creates a probe container of another (crashed) run, never started.
 func leftover(t *testing.T, project, runID string) string {
 	t.Helper()
+	return leftoverLabelled(t, map[string]string{LabelProbe: runID, LabelProject: project})
+}
+
+// leftoverLabelled creates a container of the probe image with these labels, never started.
+func leftoverLabelled(t *testing.T, labels map[string]string) string {
+	t.Helper()
 	c := daemon(t)
 	ctx := context.Background()
 	agent, err := selectAgent(testAgent, "linux", "amd64")
@@ -35,9 +41,7 @@ func leftover(t *testing.T, project, runID string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{Image: image, Config: &container.Config{
-		Labels: map[string]string{LabelProbe: runID, LabelProject: project},
-	}})
+	res, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{Image: image, Config: &container.Config{Labels: labels}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,6 +65,8 @@ func exists(t *testing.T, id string) bool {
 func TestClean(t *testing.T) {
 	o := testOptions(t)
 	id := leftover(t, o.Project, "crashed")
+	// A watch companion created by a doctor killed before it could attach and start it.
+	companion := leftoverLabelled(t, map[string]string{LabelWatch: "gone", LabelProject: o.Project})
 	saved := cleanGrace
 	t.Cleanup(func() { cleanGrace = saved })
 	cleanGrace = 2 * time.Second
@@ -70,8 +76,8 @@ func TestClean(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Clean: %v", err)
 	}
-	if containers < 1 || exists(t, id) {
-		t.Errorf("Clean removed %d containers; leftover still there: %v", containers, exists(t, id))
+	if containers < 2 || exists(t, id) || exists(t, companion) {
+		t.Errorf("Clean removed %d containers; leftover still there: %v, companion still there: %v", containers, exists(t, id), exists(t, companion))
 	}
 	// The image a live run's container uses stays until that run is over.
 	if !exists(t, young) {

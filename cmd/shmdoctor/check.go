@@ -26,6 +26,7 @@ Usage:
   shmdoctor explain SHM001        print a rule's documentation
   shmdoctor host [--need 8g]     describe the Docker host for onboarding scripts
   shmdoctor probe --clean         remove probe images and leftover probe containers
+  shmdoctor watch [PATH]          size shm_size from what the running stack really uses
   shmdoctor version
 
 With no PATH, the project is found as docker compose finds it: COMPOSE_FILE, or
@@ -105,11 +106,7 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	fs := pflag.NewFlagSet("shmdoctor", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
-	fs.StringArrayVarP(&f.load.Files, "file", "f", nil, "compose file (repeatable, merged into one project as with docker compose -f)")
-	fs.StringVar(&f.load.ProjectDir, "project-directory", "", "the project's working folder (default: the first compose file's folder)")
-	fs.StringArrayVar(&f.load.EnvFiles, "env-file", nil, "environment file for interpolation (repeatable; default: the project folder's .env)")
-	fs.StringVarP(&f.load.ProjectName, "project-name", "p", "", "project name")
-	fs.StringArrayVar(&f.load.Profiles, "profile", nil, "analyse only services enabled by this profile (repeatable; default: every service)")
+	addComposeFlags(fs, &f.load)
 	fs.BoolVarP(&f.load.Recursive, "recursive", "r", false, "analyse every compose project under the folders given (skips .git, node_modules, vendor)")
 	fs.BoolVar(&f.load.StrictEnv, "strict-env", false, "treat unset variables and missing env files as errors, as docker compose does")
 	fs.StringVar(&f.need, "need", "", "the /dev/shm every service needs, such as 8g (overrides x-shmdoctor)")
@@ -195,6 +192,16 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return exitFindings, nil
 	}
 	return exitClean, nil
+}
+
+// addComposeFlags adds docker compose's own project flags, which every command that loads a
+// compose project takes.
+func addComposeFlags(fs *pflag.FlagSet, o *analyze.Options) {
+	fs.StringArrayVarP(&o.Files, "file", "f", nil, "compose file (repeatable, merged into one project as with docker compose -f)")
+	fs.StringVar(&o.ProjectDir, "project-directory", "", "the project's working folder (default: the first compose file's folder)")
+	fs.StringArrayVar(&o.EnvFiles, "env-file", nil, "environment file for interpolation (repeatable; default: the project folder's .env)")
+	fs.StringVarP(&o.ProjectName, "project-name", "p", "", "project name")
+	fs.StringArrayVar(&o.Profiles, "profile", nil, "analyse only services enabled by this profile (repeatable; default: every service)")
 }
 
 func (f *checkFlags) validate() ([]report.Renderer, analyze.Config, analyze.Severity, error) {

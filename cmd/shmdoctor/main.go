@@ -84,6 +84,7 @@ var subcommands = map[string]subcommand{
 	"agent":   agent,
 	"probe":   probeCmd,
 	"host":    host,
+	"watch":   watch,
 
 	pluginMetadataCommand: pluginMetadata,
 }

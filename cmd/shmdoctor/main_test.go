@@ -104,6 +104,12 @@ func TestExitCodes(t *testing.T) {
 		{"rules", []string{"rules"}, exitClean},
 		{"explain", []string{"explain", "shm012"}, exitClean},
 		{"explain unknown", []string{"explain", "SHM999"}, exitUsage},
+		{"watch help", []string{"watch", "--help"}, exitClean},
+		{"watch short interval", []string{"watch", "--interval", "1ms", "testdata/demo"}, exitUsage},
+		{"watch headroom below 1", []string{"watch", "--headroom", "0.5", "testdata/demo"}, exitUsage},
+		{"watch unknown method", []string{"watch", "--method", "guess", "testdata/demo"}, exitUsage},
+		{"watch two paths", []string{"watch", "testdata/demo", "testdata/rules/silent"}, exitUsage},
+		{"watch missing project", []string{"watch", "testdata/nope"}, exitUsage},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

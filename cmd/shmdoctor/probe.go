@@ -107,8 +107,9 @@ func agent(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 
 const probeUsage = `Usage: shmdoctor probe --clean
 
-Removes the probe images (shmdoctor-probe:*) and any probe containers a crashed run left
-behind. Containers of a doctor probing right now are left alone.
+Removes the probe images (shmdoctor-probe:*) and any probe containers or stopped watch
+companions a crashed run left behind. Containers of a doctor probing or watching right now
+are left alone.
 
 Flags:
 `

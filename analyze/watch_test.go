@@ -1,0 +1,134 @@
+package analyze
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/shmdoctor/shmdoctor/internal/testutil"
+)
+
+func TestRecommendSize(t *testing.T) {
+	const mib, gib = int64(1 << 20), int64(1 << 30)
+	cases := []struct {
+		name        string
+		peak        int64
+		headroom    float64
+		floor, want int64
+	}{
+		{"nothing used: the default", 0, 1.5, 0, 64 * mib},
+		{"60 MiB fits the default", 40 * mib, 1.5, 0, 64 * mib},
+		{"72 MiB rounds to 128m", 48 * mib, 1.5, 0, 128 * mib},
+		{"150 MiB rounds to 256m", 100 * mib, 1.5, 0, 256 * mib},
+		{"exactly a power of two stays", 256 * mib, 1, 0, 256 * mib},
+		{"just over 1 GiB rounds to 2g", 700 * mib, 1.5, 0, 2 * gib},
+		{"whole GiB above 1 GiB", 3*gib + gib/5, 1.5, 0, 5 * gib},
+		{"headroom 2", 300 * mib, 2, 0, 1 * gib},
+		{"never below the profile minimum", 10 * mib, 1.5, 1 * gib, 1 * gib},
+		{"the peak wins over a smaller floor", 1 * gib, 1.5, 1 * gib, 2 * gib},
+		{"a floor that is no friendly size is rounded", 10 * mib, 1.5, 100 * mib, 128 * mib},
+	}
+	for _, c := range cases {
+		if got := RecommendSize(c.peak, c.headroom, c.floor); got != c.want {
+			t.Errorf("%s: RecommendSize(%s, %g, %s) = %s, want %s", c.name, FormatSize(c.peak), c.headroom, FormatSize(c.floor), FormatSize(got), FormatSize(c.want))
+		}
+	}
+}
+
+const recommendStack = `services:
+  trainer:
+    image: pytorch/pytorch
+    shm_size: 2g
+    mem_limit: 4g
+  small:
+    image: pytorch/pytorch
+  web:
+    image: nginx
+    deploy:
+      resources:
+        limits:
+          memory: 1g
+  mounted:
+    image: nginx
+    tmpfs:
+      - /dev/shm:size=64m
+  hostipc:
+    image: nginx
+    ipc: host
+`
+
+func TestRecommend(t *testing.T) {
+	dir := testutil.WriteFiles(t, map[string]string{"compose.yaml": recommendStack})
+	t.Chdir(dir)
+	ps := Load(context.Background(), Options{})
+	if len(ps) != 1 || ps[0].Compose == nil {
+		t.Fatalf("loading: %+v", ps[0].Errors)
+	}
+	p := ps[0]
+	const mib, gib = int64(1 << 20), int64(1 << 30)
+
+	// 3 GiB × 1.5 = 4.5 GiB → 5g, which the 4g memory limit cannot hold.
+	r := Recommend(p, "trainer", 3*gib, ptr(2*gib), nil, 1.5)
+	if r.ShmSize != "5g" || r.Fits || r.MemLimitKey != "mem_limit" || !r.Set || r.Pos.Line != 4 || r.Pos.Column != 5 || !r.Change {
+		t.Errorf("trainer: %+v", r)
+	}
+	if !strings.Contains(r.Verdict, "cannot hold") || !strings.Contains(r.Verdict, "raise mem_limit above 5 GiB") {
+		t.Errorf("trainer verdict: %s", r.Verdict)
+	}
+
+	// 10 MiB used, but PyTorch's minimum is 1 GiB; shm_size is not written: the service's line.
+	r = Recommend(p, "small", 10*mib, ptr(64*mib), nil, 1.5)
+	if r.ShmSize != "1g" || r.FloorBytes != gib || !strings.Contains(r.FloorFrom, "PyTorch") || r.Set || r.Pos.Line != 6 || !r.Fits {
+		t.Errorf("small: %+v", r)
+	}
+	if r.Snippet != "services:\n  small:\n    shm_size: 1g\n" {
+		t.Errorf("small snippet: %q", r.Snippet)
+	}
+
+	// The compose limit is deploy's; the engine's observed one is not used over it.
+	r = Recommend(p, "web", 100*mib, ptr(64*mib), ptr(8*gib), 1.5)
+	if r.ShmSize != "256m" || !r.Fits || r.MemLimitKey != "deploy.resources.limits.memory" || *r.MemLimitBytes != gib || !strings.Contains(r.Verdict, "leaving 768 MiB") {
+		t.Errorf("web: %+v", r)
+	}
+
+	r = Recommend(p, "mounted", 50*mib, ptr(64*mib), nil, 1.5)
+	if r.Key != "tmpfs" || !r.Set || r.Pos.Line != 17 || !strings.Contains(r.Snippet, "/dev/shm:size=128m") {
+		t.Errorf("mounted: %+v", r)
+	}
+
+	r = Recommend(p, "hostipc", 50*mib, ptr(12*gib), nil, 1.5)
+	if !strings.Contains(r.Note, "ipc: host") || r.Set {
+		t.Errorf("hostipc: %+v", r)
+	}
+
+	// A project watched by its labels alone: no floor, no position, the engine's limit.
+	r = Recommend(nil, "app", 48*mib, ptr(64*mib), ptr(96*mib), 1.5)
+	if r.ShmSize != "128m" || r.Pos != (Pos{}) || r.Fits || r.FloorBytes != 0 {
+		t.Errorf("labels alone: %+v", r)
+	}
+	// Already the right size: nothing to change.
+	if r := Recommend(nil, "app", 10*mib, ptr(64*mib), nil, 1.5); r.Change {
+		t.Errorf("the default holds 15 MiB: %+v", r)
+	}
+}
+
+func TestSummarizeServices(t *testing.T) {
+	n := func(v int64) *int64 { return &v }
+	cs := []WatchedContainer{
+		{Name: "p-app-1", Service: "app", Number: 1, Running: true, Method: WatchAgent, SizeBytes: n(64), UsedBytes: n(10), PeakBytes: n(30)},
+		{Name: "p-app-2", Service: "app", Number: 2, Running: true, Method: WatchDf, SizeBytes: n(64), UsedBytes: n(20), PeakBytes: n(25)},
+		{Name: "p-app-3", Service: "app", Number: 3, Running: false, SizeBytes: n(64), PeakBytes: n(50), Error: "gone"},
+		{Name: "p-side-1", Service: "side", Running: true, SharesWith: "p-app-1", SharesService: "app", UsedBytes: n(10), PeakBytes: n(30)},
+	}
+	us := SummarizeServices(cs)
+	if len(us) != 2 {
+		t.Fatalf("%d services, want 2", len(us))
+	}
+	app := us[0]
+	if app.Seen != 3 || app.Running != 2 || *app.UsedBytes != 20 || *app.PeakBytes != 50 || len(app.Methods) != 2 || len(app.Errors) != 0 {
+		t.Errorf("app: %+v (the exited replica's peak counts, its error does not)", app)
+	}
+	if us[1].SharesService != "app" {
+		t.Errorf("side: %+v", us[1])
+	}
+}

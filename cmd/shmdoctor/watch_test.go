@@ -1,0 +1,447 @@
+//go:build linux
+
+package main
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"context"
+	"debug/elf"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/internal/reference"
+	"github.com/shmdoctor/shmdoctor/probe"
+)
+
+// watchStack is the stack the watch tests run with the reference docker compose. Each
+// service writes a known amount into /dev/shm with busybox dd (dd truncates the file, so the
+// use never exceeds the larger of two steps):
+//   - rise climbs to 48 MiB and falls back to 0, over and over, with a guessed shm_size of
+//     1g where 128m is enough;
+//   - scaled has two replicas holding 40 MiB each under a 64 MiB memory limit, which cannot
+//     hold the recommended 64m;
+//   - donor holds 16 MiB and joiner, which joins donor's IPC namespace from a read-only root,
+//     adds 8 MiB to the same /dev/shm: 24 MiB, counted once;
+//   - brief holds 24 MiB until the test stops it;
+//   - late (profile late) is started in the middle of the watch and holds 32 MiB;
+//   - pidshare shares donor's PID namespace, where the companion cannot tell its /dev/shm
+//     from donor's: it is read with the image's df, and holds 8 MiB.
+const watchStack = `services:
+  rise:
+    image: {{image}}
+    pull_policy: never
+    shm_size: 1g
+    command: ["sh", "-c", "while :; do for n in 8 16 32 48 32 16 8 0; do dd if=/dev/zero of=/dev/shm/w bs=1M count=$$n 2>/dev/null; sleep 0.3; done; done"]
+  scaled:
+    image: {{image}}
+    pull_policy: never
+    scale: 2
+    mem_limit: 64m
+    command: ["sh", "-c", "dd if=/dev/zero of=/dev/shm/w bs=1M count=40 2>/dev/null; exec sleep 600"]
+  donor:
+    image: {{image}}
+    pull_policy: never
+    ipc: shareable
+    command: ["sh", "-c", "dd if=/dev/zero of=/dev/shm/d bs=1M count=16 2>/dev/null; exec sleep 600"]
+  joiner:
+    image: {{image}}
+    pull_policy: never
+    ipc: service:donor
+    read_only: true
+    command: ["sh", "-c", "sleep 0.5; dd if=/dev/zero of=/dev/shm/j bs=1M count=8 2>/dev/null; exec sleep 600"]
+  brief:
+    image: {{image}}
+    pull_policy: never
+    command: ["sh", "-c", "dd if=/dev/zero of=/dev/shm/b bs=1M count=24 2>/dev/null; exec sleep 600"]
+  pidshare:
+    image: {{image}}
+    pull_policy: never
+    pid: service:donor
+    command: ["sh", "-c", "dd if=/dev/zero of=/dev/shm/p bs=1M count=8 2>/dev/null; exec sleep 600"]
+  late:
+    image: {{image}}
+    pull_policy: never
+    profiles: [late]
+    command: ["sh", "-c", "dd if=/dev/zero of=/dev/shm/l bs=1M count=32 2>/dev/null; exec sleep 600"]
+`
+
+// busyboxImage imports a scratch image holding the machine's static busybox, as the probe
+// image is imported from the doctor's binary: no registry. It is removed at cleanup.
+func busyboxImage(t *testing.T, c *client.Client) string {
+	t.Helper()
+	bin, err := os.ReadFile("/usr/bin/busybox")
+	if err == nil {
+		var f *elf.File
+		if f, err = elf.NewFile(bytes.NewReader(bin)); err == nil {
+			for _, p := range f.Progs {
+				if p.Type == elf.PT_INTERP {
+					err = errors.New("it is dynamically linked")
+				}
+			}
+		}
+	}
+	if err != nil {
+		t.Fatalf("the watch tests need a static busybox at /usr/bin/busybox (apt-get install busybox-static): %v", err)
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	mtime := time.Unix(0, 0)
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(tw.WriteHeader(&tar.Header{Name: "bin/", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: mtime}))
+	must(tw.WriteHeader(&tar.Header{Name: "bin/busybox", Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(bin)), ModTime: mtime}))
+	_, err = tw.Write(bin)
+	must(err)
+	for _, applet := range []string{"sh", "dd", "sleep", "df", "ls"} {
+		must(tw.WriteHeader(&tar.Header{Name: "bin/" + applet, Typeflag: tar.TypeSymlink, Linkname: "busybox", Mode: 0o777, ModTime: mtime}))
+	}
+	must(tw.WriteHeader(&tar.Header{Name: "tmp/", Typeflag: tar.TypeDir, Mode: 0o1777, ModTime: mtime}))
+	must(tw.Close())
+	ref := "shmdoctor-watchtest:" + randomSuffix()
+	ctx := context.Background()
+	rc, err := c.ImageImport(ctx, client.ImageImportSource{Source: &buf, SourceName: "-"}, ref, client.ImageImportOptions{})
+	if err != nil {
+		t.Fatalf("importing the busybox image: %v", err)
+	}
+	_, _ = bytes.NewBuffer(nil).ReadFrom(rc)
+	rc.Close()
+	t.Cleanup(func() {
+		if _, err := c.ImageRemove(context.Background(), ref, client.ImageRemoveOptions{Force: true, PruneChildren: true}); err != nil {
+			t.Errorf("removing %s: %v", ref, err)
+		}
+	})
+	return ref
+}
+
+func randomSuffix() string {
+	return strings.ToLower(strings.ReplaceAll(time.Now().Format("150405.000000"), ".", ""))
+}
+
+// upWatchStack brings the stack up as project watchtest-<random> and takes it down at
+// cleanup. It returns the folder of compose.yaml, the project name and a function that runs
+// the reference docker compose on the project.
+func upWatchStack(t *testing.T) (dir, project string, compose func(args ...string)) {
+	t.Helper()
+	c, err := client.New(client.FromEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ref, err := reference.Compose()
+	if err != nil {
+		t.Fatalf("cannot build the reference docker compose: %v", err)
+	}
+	image := busyboxImage(t, c)
+	dir = t.TempDir()
+	project = "watchtest-" + randomSuffix()
+	stack := strings.ReplaceAll(watchStack, "{{image}}", image)
+	if err := os.WriteFile(filepath.Join(dir, "compose.yaml"), []byte(stack), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	compose = func(args ...string) {
+		t.Helper()
+		cmd := exec.Command(ref, append([]string{"-f", filepath.Join(dir, "compose.yaml"), "-p", project}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("docker compose %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	// Registered before up, so that a failed up is taken down too; it runs after the image's
+	// removal is registered, hence before it.
+	t.Cleanup(func() { compose("--profile", "late", "down", "-v", "-t", "0") })
+	compose("up", "-d")
+	return dir, project, compose
+}
+
+// watchCompanions lists the companion containers still there for the project's containers.
+func watchCompanions(t *testing.T, project string) []string {
+	t.Helper()
+	c, err := client.New(client.FromEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	mine := map[string]bool{}
+	f := make(client.Filters).Add("label", probe.ComposeProjectLabel+"="+project)
+	list, err := c.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range list.Items {
+		mine[s.ID] = true
+	}
+	list, err = c.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", probe.LabelWatch)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, s := range list.Items {
+		if mine[s.Labels[probe.LabelWatch]] {
+			left = append(left, strings.Join(s.Names, ",")+" "+string(s.State))
+		}
+	}
+	return left
+}
+
+// within reports whether got is within 5% of want.
+func within(got *int64, want int64) bool {
+	return got != nil && float64(*got) >= 0.95*float64(want) && float64(*got) <= 1.05*float64(want)
+}
+
+// TestWatch follows the stack through the JSON stream and acts on what it reads: once every
+// service has been read and rise has climbed to its top, it starts late and stops brief; once
+// those are seen, it restarts the scaled replicas; once they are read again, Ctrl-C ends the
+// watch. Then it checks every service's peak and recommendation. Subtests end watches with
+// Ctrl-C by both reading methods and with --duration.
+func TestWatch(t *testing.T) {
+	dir, project, compose := upWatchStack(t)
+
+	cmd := exec.Command(buildDoctor(t), "watch", "--format", "json", "--interval", "150ms", "--duration", "60s", "-p", project, dir)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+
+	var samples []analyze.WatchSample
+	var sum analyze.WatchSummary
+	const mib = 1 << 20
+	phase, restartedAt, interrupted := 0, 0, false
+	readAgain := map[string]int{}
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var kind struct{ Type string }
+		if err := json.Unmarshal(sc.Bytes(), &kind); err != nil {
+			t.Fatalf("line %d is not JSON: %v\n%s", len(samples)+1, err, sc.Text())
+		}
+		if kind.Type == "summary" {
+			if err := json.Unmarshal(sc.Bytes(), &sum); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if kind.Type != "sample" {
+			t.Fatalf("line of type %q: %s", kind.Type, sc.Text())
+		}
+		var s analyze.WatchSample
+		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+			t.Fatal(err)
+		}
+		samples = append(samples, s)
+		peak := map[string]int64{}
+		running := map[string]int{}
+		for _, u := range s.Services {
+			if u.PeakBytes != nil {
+				peak[u.Service] = *u.PeakBytes
+			}
+			running[u.Service] = u.Running
+		}
+		switch {
+		case len(samples) > 300 && !interrupted:
+			// 45 s without the stack going as planned: stop, and say where it stuck.
+			t.Errorf("phase %d after %d samples; peaks %v, running %v", phase, len(samples), peak, running)
+			interrupted = true
+			_ = cmd.Process.Signal(syscall.SIGINT)
+		case phase == 0 && len(peak) == 6 && peak["rise"] >= 48*mib:
+			phase = 1
+			compose("--profile", "late", "up", "-d", "late")
+			compose("stop", "-t", "0", "brief")
+		case phase == 1 && peak["late"] > 0 && running["brief"] == 0:
+			phase, restartedAt = 2, len(samples)
+			for _, c := range s.Containers {
+				readAgain[c.Name] = c.Samples
+			}
+			compose("restart", "-t", "0", "scaled")
+		case phase == 2 && !interrupted:
+			again := 0
+			for _, c := range s.Containers {
+				if c.Service == "scaled" && c.Running && c.Samples > readAgain[c.Name]+3 {
+					again++
+				}
+			}
+			if again == 2 && len(samples) > restartedAt+5 {
+				interrupted = true
+				if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("watch: %v, want exit 0 after Ctrl-C\n%s", err, errb.String())
+	}
+	if !interrupted || sum.Type != "summary" || !sum.Interrupted {
+		t.Fatalf("the watch ended in phase %d after %d samples (interrupted %v, summary %q): the stack did not go as planned\n%s",
+			phase, len(samples), interrupted, sum.Type, errb.String())
+	}
+	for _, u := range sum.Services {
+		t.Logf("%s: %d seen, %d running, size %v, peak %v, shares %q", u.Service, u.Seen, u.Running, deref(u.SizeBytes), deref(u.PeakBytes), u.SharesService)
+	}
+
+	svc := map[string]analyze.ServiceUsage{}
+	for _, u := range sum.Services {
+		svc[u.Service] = u
+	}
+	recs := map[string]analyze.ShmRecommendation{}
+	for _, r := range sum.Recommendations {
+		recs[r.Service] = r
+	}
+	for name, want := range map[string]int64{"rise": 48 * mib, "scaled": 40 * mib, "donor": 24 * mib, "brief": 24 * mib, "late": 32 * mib, "pidshare": 8 * mib} {
+		if !within(svc[name].PeakBytes, want) {
+			t.Errorf("%s: peak %v, want %s within 5%%", name, deref(svc[name].PeakBytes), analyze.FormatSize(want))
+		}
+	}
+	if u := svc["scaled"]; u.Seen != 2 || u.Running != 2 {
+		t.Errorf("scaled: %d seen, %d running, want 2 and 2", u.Seen, u.Running)
+	}
+	if u := svc["joiner"]; u.SharesService != "donor" {
+		t.Errorf("joiner shares %q, want donor", u.SharesService)
+	}
+	if _, ok := recs["joiner"]; ok {
+		t.Errorf("joiner has a recommendation of its own; its /dev/shm is donor's")
+	}
+	if u := svc["brief"]; u.Running != 0 || u.Seen != 1 {
+		t.Errorf("brief: %d running, %d seen, want it seen and exited", u.Running, u.Seen)
+	}
+	for _, s := range samples[:5] {
+		for _, u := range s.Services {
+			if u.Service == "late" {
+				t.Errorf("late is in a sample at %s, before it was started", s.Time)
+			}
+		}
+	}
+
+	// rise: 48 MiB × 1.5 = 72 MiB, rounded up to 128m: shm_size at compose.yaml:5 changes.
+	rise := recs["rise"]
+	if rise.ShmSize != "128m" || !rise.Set || rise.Pos.Line != 5 || !rise.Change || *rise.CurrentBytes != 1<<30 {
+		t.Errorf("rise: %+v, want shm_size 1g at compose.yaml:5 changed to 128m", rise)
+	}
+	if !strings.Contains(rise.Diff, "-    shm_size: 1g\n+    shm_size: 128m\n") || !strings.HasPrefix(rise.Diff, "--- ") {
+		t.Errorf("rise: diff %q, want shm_size 1g replaced by 128m", rise.Diff)
+	}
+	// scaled: 40 MiB × 1.5 = 60 MiB, which the default 64 MiB holds, but not the 64m limit.
+	scaled := recs["scaled"]
+	if scaled.ShmSize != "64m" || scaled.Fits || scaled.MemLimitKey != "mem_limit" || !strings.Contains(scaled.Verdict, "OOM-killed") {
+		t.Errorf("scaled: %+v, want 64m that the 64 MiB mem_limit cannot hold", scaled)
+	}
+	// donor: 24 MiB × 1.5 = 36 MiB: the default holds it.
+	if donor := recs["donor"]; donor.ShmSize != "64m" || donor.Change || !donor.Fits {
+		t.Errorf("donor: %+v, want the default 64m, nothing to change", donor)
+	}
+	for _, c := range sum.Containers {
+		want := analyze.WatchAgent
+		if c.Service == "pidshare" {
+			want = analyze.WatchDf
+			if !strings.Contains(c.Fallback, "PID namespace") {
+				t.Errorf("pidshare: fallback %q, want why the agent could not read it", c.Fallback)
+			}
+		}
+		if c.Method != want {
+			t.Errorf("%s read with %q, want %s", c.Name, c.Method, want)
+		}
+	}
+	if !slicesContain(sum.Methods, analyze.WatchAgent) {
+		t.Errorf("methods %v: this engine (cgroup v1) has no shmem in its stats, the agent reads", sum.Methods)
+	}
+	if left := watchCompanions(t, project); len(left) > 0 {
+		t.Errorf("companions left behind: %v", left)
+	}
+
+	for _, method := range []string{"agent", "df"} {
+		t.Run("interrupt-"+method, func(t *testing.T) {
+			watchInterrupt(t, dir, project, method)
+		})
+	}
+	t.Run("duration", func(t *testing.T) {
+		code, out, errs := doctor(t, nil, "watch", "--format", "json", "--interval", "100ms", "--duration", "2s", "-p", project, dir)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		var last analyze.WatchSummary
+		if code != exitClean || json.Unmarshal([]byte(lines[len(lines)-1]), &last) != nil || last.Type != "summary" || last.Interrupted || len(lines) < 10 {
+			t.Errorf("exit %d, %d lines, last %q: %s", code, len(lines), lines[len(lines)-1], errs)
+		}
+		if left := watchCompanions(t, project); len(left) > 0 {
+			t.Errorf("companions left behind: %v", left)
+		}
+	})
+}
+
+func slicesContain(ms []analyze.WatchMethod, m analyze.WatchMethod) bool {
+	for _, x := range ms {
+		if x == m {
+			return true
+		}
+	}
+	return false
+}
+
+// watchInterrupt sends SIGINT to a watch once it has read the stack: the summary is printed,
+// the exit status is 0, and neither a companion nor an exec'd process nor a file is left.
+func watchInterrupt(t *testing.T, dir, project, method string) {
+	cmd := exec.Command(buildDoctor(t), "watch", "--interval", "100ms", "--method", method, dir, "-p", project)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	if method == "agent" && len(watchCompanions(t, project)) == 0 {
+		t.Errorf("no companion is running during the watch")
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("watch ended by Ctrl-C: %v, want exit 0\n%s", err, errb.String())
+	}
+	text := out.String()
+	for _, want := range []string{"ended by Ctrl-C", "rise peak", "(now 1 GiB)", "scaled peak 40 MiB", "cannot hold", method + ": "} {
+		if !strings.Contains(text, want) {
+			t.Errorf("summary has no %q:\n%s", want, text)
+		}
+	}
+	if left := watchCompanions(t, project); len(left) > 0 {
+		t.Errorf("companions left behind: %v", left)
+	}
+	// Nothing runs in the watched container but its own shell and sleep, and /dev/shm holds
+	// only what the workload wrote.
+	c, err := client.New(client.FromEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	name := project + "-donor-1"
+	top, err := c.ContainerTop(context.Background(), name, client.ContainerTopOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range top.Processes {
+		if cmdline := strings.Join(p, " "); !strings.Contains(cmdline, "sleep 600") {
+			t.Errorf("a process other than the workload runs in %s: %s", name, cmdline)
+		}
+	}
+	ls := exec.Command("docker", "exec", name, "ls", "-a", "/dev/shm")
+	if got, err := ls.Output(); err != nil || strings.Join(strings.Fields(string(got)), " ") != ". .. d j" {
+		t.Errorf("/dev/shm of %s holds %q (%v), want only d and j", name, got, err)
+	}
+}

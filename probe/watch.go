@@ -1,0 +1,848 @@
+package probe
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+
+	"github.com/shmdoctor/shmdoctor/analyze"
+)
+
+// The labels docker compose puts on the containers of a project.
+const (
+	ComposeProjectLabel = "com.docker.compose.project"
+	ComposeServiceLabel = "com.docker.compose.service"
+	ComposeNumberLabel  = "com.docker.compose.container-number"
+	ComposeOneoffLabel  = "com.docker.compose.oneoff"
+)
+
+// LabelWatch marks the companion containers of `shmdoctor watch`; its value is the id of the
+// container watched. Unlike LabelProbe, a probe run never removes them as stale: a watch may
+// run for hours.
+const LabelWatch = "io.shmdoctor.watch"
+
+// WatchOptions tune a watch.
+type WatchOptions struct {
+	// Project is the compose project name whose containers are watched.
+	Project string
+	// Interval is the time between two samples; default 1s.
+	Interval time.Duration
+	// Duration ends the watch; 0 watches until ctx is done.
+	Duration time.Duration
+	// Method is "auto" (default: stats where the engine reports shmem, else agent, with df
+	// where the companion cannot run), or one of the analyze.WatchMethod values.
+	Method string
+	// Binary is the doctor's own binary for the companion's image; default os.Executable().
+	Binary string
+	// OnSample is called after every sample with the state of every container seen so far.
+	OnSample func(analyze.WatchSample)
+}
+
+// Watch samples the /dev/shm of every running container of a compose project until ctx is
+// done or opts.Duration has passed, following containers that start later and keeping the
+// peak of those that exit. It returns every container seen, with the error that stopped it
+// early (a daemon that stopped answering) if any. Companion containers are removed on every
+// path; ctx being done is the normal end of a watch, not an error.
+func Watch(ctx context.Context, c Client, opts WatchOptions) ([]analyze.WatchedContainer, error) {
+	if opts.Interval <= 0 {
+		opts.Interval = time.Second
+	}
+	w := &watcher{c: c, o: opts, byID: map[string]*watched{}, groups: map[string]*shmGroup{}}
+	if err := w.chooseMethod(ctx); err != nil {
+		return nil, err
+	}
+	defer w.stopAll()
+
+	runCtx := ctx
+	if opts.Duration > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeout(ctx, opts.Duration)
+		defer cancel()
+	}
+	tick := time.NewTicker(opts.Interval)
+	defer tick.Stop()
+	var err error
+	for {
+		if err = w.discover(runCtx); err != nil && runCtx.Err() == nil {
+			break
+		}
+		w.sample(runCtx)
+		if ctx.Err() != nil {
+			err = nil
+			break
+		}
+		if opts.OnSample != nil {
+			opts.OnSample(w.snapshot(time.Now()))
+		}
+		select {
+		case <-runCtx.Done():
+		case <-tick.C:
+		}
+		if runCtx.Err() != nil {
+			err = nil
+			break
+		}
+	}
+	w.stopAll() // before the final state, so that no companion reports after it
+	return w.containers(), err
+}
+
+// watcher is one watch.
+type watcher struct {
+	c      Client
+	o      WatchOptions
+	method analyze.WatchMethod // the preferred method; groups may fall back
+
+	imageMu sync.Mutex
+	image   string
+
+	starters sync.WaitGroup // companions being started
+
+	mu     sync.Mutex
+	byID   map[string]*watched
+	order  []*watched
+	groups map[string]*shmGroup
+}
+
+// watched is one container.
+type watched struct {
+	analyze.WatchedContainer
+	group   string
+	pidMode container.PidMode
+	ownSize *int64 // from inspect, nil where it depends on the host
+}
+
+// shmGroup is one /dev/shm: a container's own, or one shared through ipc: service:,
+// container: or host. It is read once per sample, whichever member it is read through.
+type shmGroup struct {
+	key       string
+	method    analyze.WatchMethod
+	size      *int64
+	companion *companion
+	starting  bool
+	failures  int    // companions that failed in a row
+	err       string // why the preferred method failed last
+}
+
+// agentTries is how many companions in a row may fail before a group is read with df alone.
+const agentTries = 3
+
+// chooseMethod settles the preferred method: stats only where the engine reports shmem.
+func (w *watcher) chooseMethod(ctx context.Context) error {
+	switch m := analyze.WatchMethod(w.o.Method); m {
+	case "", "auto":
+		info, err := w.c.Info(ctx, client.InfoOptions{})
+		if err != nil {
+			return fmt.Errorf("reading daemon info: %s", reason(err))
+		}
+		w.method = analyze.WatchAgent
+		if info.Info.CgroupVersion == "2" {
+			w.method = analyze.WatchStats // checked again on the first reading
+		}
+	case analyze.WatchStats:
+		info, err := w.c.Info(ctx, client.InfoOptions{})
+		if err != nil {
+			return fmt.Errorf("reading daemon info: %s", reason(err))
+		}
+		if info.Info.CgroupVersion != "2" {
+			return fmt.Errorf("the stats method needs cgroup v2: the engine at %s runs cgroup v%s, whose stats carry no shmem counter; use --method agent or df", w.c.DaemonHost(), info.Info.CgroupVersion)
+		}
+		w.method = m
+	case analyze.WatchAgent, analyze.WatchDf:
+		w.method = m
+	default:
+		return fmt.Errorf("invalid watch method %q: want auto, stats, agent or df", w.o.Method)
+	}
+	return nil
+}
+
+// discover lists the project's running containers, inspects new ones and marks the ones
+// that stopped.
+func (w *watcher) discover(ctx context.Context) error {
+	f := make(client.Filters).Add("label", ComposeProjectLabel+"="+w.o.Project).Add("label", ComposeOneoffLabel+"=False")
+	list, err := w.c.ContainerList(ctx, client.ContainerListOptions{Filters: f})
+	if err != nil {
+		return fmt.Errorf("listing the containers of project %s: %s", w.o.Project, reason(err))
+	}
+	running := map[string]bool{}
+	var fresh []container.Summary
+	w.mu.Lock()
+	for _, s := range list.Items {
+		running[s.ID] = true
+		if k := w.byID[s.ID]; k == nil || !k.Running {
+			fresh = append(fresh, s)
+		}
+	}
+	for _, k := range w.order {
+		if k.Running && !running[k.ID] {
+			k.Running, k.UsedBytes = false, nil
+		}
+	}
+	w.mu.Unlock()
+	for _, s := range fresh {
+		res, err := w.c.ContainerInspect(ctx, s.ID, client.ContainerInspectOptions{})
+		if err != nil {
+			if cerrdefs.IsNotFound(err) || ctx.Err() != nil {
+				continue
+			}
+			return fmt.Errorf("inspecting container %.12s: %s", s.ID, reason(err))
+		}
+		if res.Container.State == nil || !res.Container.State.Running {
+			continue
+		}
+		w.add(ctx, &res.Container)
+	}
+	return nil
+}
+
+// add records a container that runs, new or restarted.
+func (w *watcher) add(ctx context.Context, in *container.InspectResponse) {
+	hc := in.HostConfig
+	if hc == nil {
+		hc = &container.HostConfig{}
+	}
+	labels := map[string]string{}
+	if in.Config != nil {
+		labels = in.Config.Labels
+	}
+	num, _ := strconv.Atoi(labels[ComposeNumberLabel])
+	k := &watched{WatchedContainer: analyze.WatchedContainer{
+		ID: in.ID, Name: strings.TrimPrefix(in.Name, "/"), Service: labels[ComposeServiceLabel], Number: num, Running: true,
+	}, pidMode: hc.PidMode}
+	if hc.Memory > 0 {
+		k.MemLimitBytes = ptr(hc.Memory)
+	}
+	k.group, k.ownSize, k.Mount = w.groupOf(ctx, in)
+	k.HostIPC = k.group == "host"
+
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if old := w.byID[in.ID]; old != nil {
+		// A restart: same container, new processes; keep what was seen before.
+		old.Running, old.pidMode, old.Error = true, k.pidMode, ""
+		return
+	}
+	if k.group != in.ID && k.group != "host" {
+		if owner := w.byID[k.group]; owner != nil {
+			k.SharesWith, k.SharesService = owner.Name, owner.Service
+		} else {
+			k.SharesWith = k.group
+		}
+	}
+	w.byID[in.ID] = k
+	w.order = append(w.order, k)
+	g := w.groups[k.group]
+	if g == nil {
+		g = &shmGroup{key: k.group, method: w.method}
+		if k.ownSize != nil && *k.ownSize == 0 {
+			g.method, g.err = "", "ipc: none: the container has no /dev/shm" // nothing to read
+		}
+		if g.method == analyze.WatchStats && k.ownSize == nil {
+			// The stats API tells no size, and inspect tells none for the host's /dev/shm
+			// or a bind or volume there: statfs tells both.
+			g.method = analyze.WatchAgent
+		}
+		w.groups[k.group] = g
+	}
+	if g.size == nil && k.ownSize != nil {
+		g.size = k.ownSize
+	}
+	k.SizeBytes = g.size // until the first reading, what inspect says
+	if g.method == "" {
+		k.Error = g.err
+	}
+	sort.SliceStable(w.order, func(i, j int) bool {
+		a, b := w.order[i], w.order[j]
+		if a.Service != b.Service {
+			return a.Service < b.Service
+		}
+		return a.Number < b.Number
+	})
+}
+
+// groupOf says whose /dev/shm a container uses, and its size where inspect tells it: a
+// mount at /dev/shm wins over every IPC mode, as in the engine. The third result is the type
+// of that mount, "" when there is none.
+func (w *watcher) groupOf(ctx context.Context, in *container.InspectResponse) (string, *int64, string) {
+	hc := in.HostConfig
+	if opts, ok := hc.Tmpfs["/dev/shm"]; ok {
+		return in.ID, tmpfsOptionSize(opts), "tmpfs"
+	}
+	for _, m := range hc.Mounts {
+		if strings.TrimRight(m.Target, "/") == "/dev/shm" {
+			if m.Type == mount.TypeTmpfs && m.TmpfsOptions != nil && m.TmpfsOptions.SizeBytes > 0 {
+				return in.ID, ptr(m.TmpfsOptions.SizeBytes), string(m.Type)
+			}
+			return in.ID, nil, string(m.Type)
+		}
+	}
+	for _, m := range in.Mounts {
+		if strings.TrimRight(m.Destination, "/") == "/dev/shm" {
+			return in.ID, nil, string(m.Type)
+		}
+	}
+	switch {
+	case hc.IpcMode.IsHost():
+		return "host", nil, ""
+	case hc.IpcMode.IsNone():
+		return in.ID, ptr(int64(0)), ""
+	case hc.IpcMode.IsContainer():
+		ref := hc.IpcMode.Container()
+		w.mu.Lock()
+		for id, k := range w.byID {
+			if id == ref || k.Name == ref {
+				w.mu.Unlock()
+				return id, k.ownSize, ""
+			}
+		}
+		w.mu.Unlock()
+		if res, err := w.c.ContainerInspect(ctx, ref, client.ContainerInspectOptions{}); err == nil {
+			size := res.Container.HostConfig.ShmSize
+			if size <= 0 {
+				size = analyze.DefaultShmSize
+			}
+			return res.Container.ID, ptr(size), ""
+		}
+		return ref, nil, ""
+	}
+	size := hc.ShmSize
+	if size <= 0 {
+		size = analyze.DefaultShmSize
+	}
+	return in.ID, ptr(size), ""
+}
+
+// tmpfsOptionSize reads size= from tmpfs mount options ("rw,size=256m").
+func tmpfsOptionSize(opts string) *int64 {
+	for _, o := range strings.Split(opts, ",") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(o), "size="); ok {
+			if n, err := analyze.ParseSize(v); err == nil {
+				return ptr(n)
+			}
+		}
+	}
+	return nil
+}
+
+// sample reads every group once (stats, df) or makes sure its companion runs (agent).
+func (w *watcher) sample(ctx context.Context) {
+	w.mu.Lock()
+	type job struct {
+		g       *shmGroup
+		members []*watched
+	}
+	var jobs []job
+	for _, key := range w.groupKeys() {
+		g := w.groups[key]
+		var members []*watched
+		for _, k := range w.order {
+			if k.group == key && k.Running {
+				members = append(members, k)
+			}
+		}
+		if len(members) > 0 {
+			jobs = append(jobs, job{g, members})
+		}
+	}
+	w.mu.Unlock()
+
+	var wg sync.WaitGroup
+	for _, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.read(ctx, j.g, j.members)
+		}()
+	}
+	wg.Wait()
+}
+
+func (w *watcher) groupKeys() []string {
+	keys := make([]string, 0, len(w.groups))
+	for k := range w.groups {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// read samples one group through its running members, falling back from the agent to df
+// when the companion cannot run.
+func (w *watcher) read(ctx context.Context, g *shmGroup, members []*watched) {
+	rctx, cancel := context.WithTimeout(ctx, max(2*w.o.Interval, 10*time.Second))
+	defer cancel()
+	w.mu.Lock()
+	method := g.method
+	w.mu.Unlock()
+	switch method {
+	case analyze.WatchStats:
+		w.readStats(rctx, g, members)
+	case analyze.WatchAgent:
+		w.mu.Lock()
+		idle := (g.companion == nil || g.companion.ended()) && !g.starting
+		if idle {
+			g.starting = true
+			w.starters.Add(1)
+		}
+		w.mu.Unlock()
+		if idle {
+			// Started aside: a companion takes a second or so to answer, and the other
+			// groups' samples must not wait for it.
+			go w.start(ctx, g, members)
+		}
+	case analyze.WatchDf:
+		w.readDf(rctx, g, members)
+	}
+}
+
+// start starts a group's companion; where it cannot run, the group falls back to df.
+func (w *watcher) start(ctx context.Context, g *shmGroup, members []*watched) {
+	defer w.starters.Done()
+	err := w.startCompanion(ctx, g, members[0])
+	if err != nil && ctx.Err() == nil && !w.stillRunning(ctx, members[0]) {
+		// It exited while its companion was starting: nothing to fall back for.
+		w.mu.Lock()
+		g.starting = false
+		w.mu.Unlock()
+		return
+	}
+	w.mu.Lock()
+	g.starting = false
+	fallback := err != nil && ctx.Err() == nil
+	if fallback {
+		// This sample is read with df; the agent is tried again at the next ones (a
+		// container in the middle of a restart refuses a companion for a moment) until it
+		// has failed agentTries times in a row.
+		g.err = "agent: " + err.Error()
+		if g.failures++; g.failures >= agentTries {
+			g.method = analyze.WatchDf
+		}
+	} else if err == nil {
+		g.failures = 0
+	}
+	w.mu.Unlock()
+	if fallback {
+		rctx, cancel := context.WithTimeout(ctx, max(2*w.o.Interval, 10*time.Second))
+		defer cancel()
+		w.readDf(rctx, g, members)
+	}
+}
+
+// stillRunning inspects a container again; one that stopped is marked so.
+func (w *watcher) stillRunning(ctx context.Context, k *watched) bool {
+	res, err := w.c.ContainerInspect(ctx, k.ID, client.ContainerInspectOptions{})
+	if err == nil && res.Container.State != nil && res.Container.State.Running {
+		return true
+	}
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		return true // cannot tell: let the fallback say what is wrong
+	}
+	w.mu.Lock()
+	k.Running, k.UsedBytes = false, nil
+	w.mu.Unlock()
+	return false
+}
+
+// record stores one reading of a group in each of its running members.
+func (w *watcher) record(g *shmGroup, members []*watched, method analyze.WatchMethod, size *int64, used, peak int64, readErr string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if size != nil {
+		g.size = size
+	}
+	for _, k := range members {
+		if !k.Running {
+			continue
+		}
+		k.Method = method
+		k.Fallback = ""
+		if method != w.method {
+			k.Fallback = g.err
+		}
+		if readErr != "" {
+			k.Error = readErr
+			continue
+		}
+		k.Error = ""
+		k.Samples++
+		k.SizeBytes = g.size
+		k.UsedBytes = ptr(used)
+		if k.PeakBytes == nil || max(peak, used) > *k.PeakBytes {
+			k.PeakBytes = ptr(max(peak, used))
+		}
+	}
+}
+
+// readStats sums the shmem counters of a group's members: pages are charged to the
+// container that wrote them, so a shared /dev/shm is the sum of its writers.
+func (w *watcher) readStats(ctx context.Context, g *shmGroup, members []*watched) {
+	var total int64
+	for _, k := range members {
+		n, ok, err := containerShmem(ctx, w.c, k.ID)
+		switch {
+		case err != nil:
+			w.record(g, members, analyze.WatchStats, nil, 0, 0, "stats: "+err.Error())
+			return
+		case !ok:
+			// The engine reports no shmem here: fall back for this group and the next ones.
+			w.mu.Lock()
+			g.method, g.err = analyze.WatchAgent, "stats: the engine reports no shmem counter for this container"
+			if w.method == analyze.WatchStats {
+				w.method = analyze.WatchAgent
+			}
+			w.mu.Unlock()
+			w.read(ctx, g, members)
+			return
+		}
+		total += n
+	}
+	w.record(g, members, analyze.WatchStats, nil, total, total, "")
+}
+
+// containerShmem reads memory_stats.stats.shmem from the stats API, once; ok is false when the
+// engine does not report it (cgroup v1).
+func containerShmem(ctx context.Context, c Client, id string) (int64, bool, error) {
+	res, err := c.ContainerStats(ctx, id, client.ContainerStatsOptions{Stream: false})
+	if err != nil {
+		return 0, false, errors.New(reason(err))
+	}
+	defer res.Body.Close()
+	return parseShmem(res.Body)
+}
+
+// parseShmem reads the shmem counter out of one stats document.
+func parseShmem(r io.Reader) (int64, bool, error) {
+	var doc struct {
+		MemoryStats struct {
+			Stats map[string]uint64 `json:"stats"`
+		} `json:"memory_stats"`
+	}
+	if err := json.NewDecoder(r).Decode(&doc); err != nil {
+		return 0, false, fmt.Errorf("reading stats: %w", err)
+	}
+	n, ok := doc.MemoryStats.Stats["shmem"]
+	return int64(n), ok, nil
+}
+
+// readDf executes the image's df in the first member that answers.
+func (w *watcher) readDf(ctx context.Context, g *shmGroup, members []*watched) {
+	var errs []string
+	for _, k := range members {
+		size, used, err := execDf(ctx, w.c, k.ID)
+		if err == nil {
+			w.record(g, members, analyze.WatchDf, ptr(size), used, used, "")
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		errs = append(errs, err.Error())
+	}
+	w.mu.Lock()
+	prev := g.err
+	w.mu.Unlock()
+	msg := "df: " + strings.Join(errs, "; ")
+	if prev != "" {
+		msg = prev + "; " + msg
+	}
+	w.record(g, members, analyze.WatchDf, nil, 0, 0, msg)
+}
+
+// execDf runs `df -P -k /dev/shm` in a container: a short process that ends by itself, so
+// nothing stays behind when the doctor stops in the middle.
+func execDf(ctx context.Context, c Client, id string) (size, used int64, err error) {
+	ex, err := c.ExecCreate(ctx, id, client.ExecCreateOptions{Cmd: []string{"df", "-P", "-k", "/dev/shm"}, AttachStdout: true, AttachStderr: true})
+	if err != nil {
+		return 0, 0, errors.New(reason(err))
+	}
+	att, err := c.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{})
+	if err != nil {
+		return 0, 0, errors.New(reason(err))
+	}
+	var out, errb bytes.Buffer
+	_, err = stdcopy.StdCopy(&out, &errb, att.Reader)
+	att.Close()
+	if err != nil {
+		return 0, 0, fmt.Errorf("reading df: %w", err)
+	}
+	st, err := c.ExecInspect(ctx, ex.ID, client.ExecInspectOptions{})
+	if err != nil {
+		return 0, 0, errors.New(reason(err))
+	}
+	if st.ExitCode != 0 {
+		msg := oneLine(errb.String() + " " + out.String())
+		if msg == "" {
+			msg = fmt.Sprintf("exit %d", st.ExitCode)
+		}
+		return 0, 0, fmt.Errorf("df -P -k /dev/shm failed: %s", msg)
+	}
+	return parseDf(out.String())
+}
+
+// parseDf reads the POSIX output of df -P -k: a header, then one line per filesystem with
+// 1024-byte blocks and used blocks in the second and third columns.
+func parseDf(out string) (size, used int64, err error) {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) < 2 {
+		return 0, 0, fmt.Errorf("df printed no filesystem: %q", oneLine(out))
+	}
+	f := strings.Fields(lines[len(lines)-1])
+	if len(f) < 6 {
+		return 0, 0, fmt.Errorf("df line %q has %d columns, want 6", lines[len(lines)-1], len(f))
+	}
+	blocks, err1 := strconv.ParseInt(f[1], 10, 64)
+	usedBlocks, err2 := strconv.ParseInt(f[2], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, 0, fmt.Errorf("df line %q: blocks and used are not numbers", lines[len(lines)-1])
+	}
+	return blocks << 10, usedBlocks << 10, nil
+}
+
+// companion is the agent in a container that shares a watched container's PID namespace.
+type companion struct {
+	id   string
+	att  client.HijackedResponse
+	done chan struct{}
+	err  string
+}
+
+func (c *companion) ended() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// companionEvery is how often the agent samples within an interval.
+const companionEvery = 50 * time.Millisecond
+
+// startCompanion starts the agent next to target and streams its lines into the group.
+//
+// Why a companion rather than an exec: nothing is copied into the watched container or run
+// in it, so read-only root filesystems, images without a shell or df, and non-root users are
+// all watched alike, and the workload's memory and pids limits are not charged. The agent
+// reads /proc/PID/root/dev/shm, which needs CAP_SYS_PTRACE over the watched process; it has
+// no other capability, no network and a read-only root. It ends when the doctor's attach
+// connection closes (its standard input ends), when the watched container's PID namespace
+// goes away, and is removed by the engine when it ends (AutoRemove).
+func (w *watcher) startCompanion(ctx context.Context, g *shmGroup, target *watched) error {
+	path := "/proc/1/root/dev/shm"
+	switch {
+	case target.pidMode.IsHost():
+		res, err := w.c.ContainerInspect(ctx, target.ID, client.ContainerInspectOptions{})
+		if err != nil {
+			return errors.New(reason(err))
+		}
+		path = fmt.Sprintf("/proc/%d/root/dev/shm", res.Container.State.Pid)
+	case target.pidMode.IsContainer():
+		return errors.New("the container shares another container's PID namespace")
+	}
+	image, err := w.companionImage(ctx, false)
+	if err != nil {
+		return err
+	}
+	interval := w.o.Interval
+	cfg := &container.Config{
+		Image:       image,
+		Cmd:         []string{"watch", "--path", path, "--interval", interval.String(), "--every", min(companionEvery, interval).String()},
+		User:        "0:0",
+		OpenStdin:   true,
+		StdinOnce:   true,
+		AttachStdin: true, AttachStdout: true, AttachStderr: true,
+		Labels: map[string]string{LabelWatch: target.ID, LabelCreatedAt: time.Now().UTC().Format(time.RFC3339)},
+	}
+	hc := &container.HostConfig{
+		PidMode:        container.PidMode("container:" + target.ID),
+		NetworkMode:    network.NetworkNone,
+		CapDrop:        []string{"ALL"},
+		CapAdd:         []string{"SYS_PTRACE"},
+		ReadonlyRootfs: true,
+		SecurityOpt:    []string{"no-new-privileges"},
+		AutoRemove:     true,
+		LogConfig:      container.LogConfig{Type: "none"},
+	}
+	hc.PidsLimit = ptr(int64(16))
+	hc.Memory = 64 << 20
+	// Created with a context that survives Ctrl-C, so that its id is always known.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	name := "shmdoctor-watch-" + target.Name + "-" + newRunID()[:6]
+	res, err := w.c.ContainerCreate(cctx, client.ContainerCreateOptions{Name: name, Config: cfg, HostConfig: hc})
+	if cerrdefs.IsNotFound(err) {
+		// The image was removed since (shmdoctor probe --clean): import it again, once.
+		if cfg.Image, err = w.companionImage(ctx, true); err == nil {
+			res, err = w.c.ContainerCreate(cctx, client.ContainerCreateOptions{Name: name, Config: cfg, HostConfig: hc})
+		}
+	}
+	if err != nil {
+		return errors.New(dockerMessage(err))
+	}
+	cp := &companion{id: res.ID, done: make(chan struct{})}
+	att, err := w.c.ContainerAttach(cctx, res.ID, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	if err != nil {
+		w.removeCompanion(ctx, res.ID)
+		return fmt.Errorf("attaching to the companion: %s", reason(err))
+	}
+	cp.att = att.HijackedResponse
+	if _, err := w.c.ContainerStart(cctx, res.ID, client.ContainerStartOptions{}); err != nil {
+		att.Close()
+		w.removeCompanion(ctx, res.ID)
+		return errors.New(dockerMessage(err))
+	}
+	first := make(chan string, 1)
+	go w.follow(cp, g, first)
+	w.mu.Lock()
+	g.companion = cp
+	w.mu.Unlock()
+	// The first line tells whether the agent can read the container's /dev/shm at all.
+	select {
+	case msg := <-first:
+		if msg != "" {
+			w.stopCompanion(ctx, cp)
+			return errors.New(msg)
+		}
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+// follow reads the companion's lines until it ends. The first line's error, or why the
+// stream ended before any line, goes to first.
+func (w *watcher) follow(cp *companion, g *shmGroup, first chan<- string) {
+	defer close(cp.done)
+	pr, pw := io.Pipe()
+	var stderr bytes.Buffer
+	go func() {
+		_, err := stdcopy.StdCopy(pw, &stderr, cp.att.Reader)
+		pw.CloseWithError(err)
+	}()
+	sc := bufio.NewScanner(pr)
+	n := 0
+	for sc.Scan() {
+		var l WatchLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			continue
+		}
+		n++
+		if n == 1 {
+			first <- l.Error
+		}
+		if l.Error != "" {
+			continue
+		}
+		w.mu.Lock()
+		var members []*watched
+		for _, k := range w.order {
+			if k.group == g.key && k.Running {
+				members = append(members, k)
+			}
+		}
+		w.mu.Unlock()
+		w.record(g, members, analyze.WatchAgent, ptr(l.SizeBytes), l.UsedBytes, l.PeakBytes, "")
+	}
+	_ = pr.Close()
+	if n == 0 {
+		msg := oneLine(stderr.String())
+		if msg == "" {
+			msg = "the companion ended before its first reading"
+		}
+		first <- msg
+	}
+}
+
+// companionImage is the probe image the companions run, imported once per watch, or again
+// when again is set.
+func (w *watcher) companionImage(ctx context.Context, again bool) (string, error) {
+	w.imageMu.Lock()
+	defer w.imageMu.Unlock()
+	if w.image == "" || again {
+		image, err := Image(ctx, w.c, w.o.Binary)
+		if err != nil {
+			return "", err
+		}
+		w.image = image
+	}
+	return w.image, nil
+}
+
+// stopCompanion closes its standard input, which ends the agent, and removes it.
+func (w *watcher) stopCompanion(ctx context.Context, cp *companion) {
+	cp.att.Close()
+	w.removeCompanion(ctx, cp.id)
+	select {
+	case <-cp.done:
+	case <-time.After(removeTimeout):
+	}
+}
+
+// removeCompanion force-removes a companion with a context that survives Ctrl-C. Its error
+// is of no use: a companion the engine is removing already, or has removed, is the common
+// case (AutoRemove), and one that could not be removed ends by itself with its stdin.
+func (w *watcher) removeCompanion(ctx context.Context, id string) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeTimeout)
+	defer cancel()
+	_, _ = w.c.ContainerRemove(rctx, id, client.ContainerRemoveOptions{Force: true})
+}
+
+// stopAll stops every companion, once those being started have started.
+func (w *watcher) stopAll() {
+	w.starters.Wait()
+	w.mu.Lock()
+	var cps []*companion
+	for _, g := range w.groups {
+		if g.companion != nil {
+			cps = append(cps, g.companion)
+			g.companion = nil
+		}
+	}
+	w.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, cp := range cps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.stopCompanion(context.Background(), cp)
+		}()
+	}
+	wg.Wait()
+}
+
+// containers copies the state of every container seen, in service and number order.
+func (w *watcher) containers() []analyze.WatchedContainer {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]analyze.WatchedContainer, 0, len(w.order))
+	for _, k := range w.order {
+		c := k.WatchedContainer
+		if c.SharesWith != "" && c.SharesService == "" {
+			if owner := w.byID[k.group]; owner != nil {
+				c.SharesWith, c.SharesService = owner.Name, owner.Service
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func (w *watcher) snapshot(now time.Time) analyze.WatchSample {
+	cs := w.containers()
+	return analyze.WatchSample{Type: "sample", Time: now.UTC(), Project: w.o.Project, Services: analyze.SummarizeServices(cs), Containers: cs}
+}

@@ -1,0 +1,303 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+
+	"charm.land/lipgloss/v2"
+
+	"github.com/shmdoctor/shmdoctor/analyze"
+)
+
+// barWidth is the width of the use bar in the live view, between its brackets.
+const barWidth = 20
+
+// LiveView redraws the lines of `shmdoctor watch` in place on a terminal: one line per
+// service with its /dev/shm size, current use, peak, a bar and the memory limit headroom.
+type LiveView struct {
+	w     io.Writer
+	pal   palette
+	lines int // lines drawn last time, to move back over
+}
+
+// NewLiveView draws on w, which must be a terminal.
+func NewLiveView(w io.Writer, color bool) *LiveView {
+	return &LiveView{w: w, pal: newPalette(color)}
+}
+
+// Draw replaces the previous drawing with the state of s.
+func (v *LiveView) Draw(s analyze.WatchSample, started time.Time, interval time.Duration) error {
+	var b strings.Builder
+	if v.lines > 0 {
+		fmt.Fprintf(&b, "\x1b[%dF\x1b[J", v.lines) // back to the first line, clear below
+	}
+	lines := liveLines(s, started, interval, v.pal)
+	for _, l := range lines {
+		b.WriteString(l + "\n")
+	}
+	v.lines = len(lines)
+	_, err := io.WriteString(v.w, b.String())
+	return err
+}
+
+// Clear erases the drawing, so that the summary takes its place.
+func (v *LiveView) Clear() error {
+	if v.lines == 0 {
+		return nil
+	}
+	_, err := fmt.Fprintf(v.w, "\x1b[%dF\x1b[J", v.lines)
+	v.lines = 0
+	return err
+}
+
+// liveLines are the lines of the live view, without the terminal's control sequences.
+func liveLines(s analyze.WatchSample, started time.Time, interval time.Duration, pal palette) []string {
+	head := fmt.Sprintf("watching %s every %s, %s elapsed (Ctrl-C for the summary)", s.Project, interval, s.Time.Sub(started).Round(time.Second))
+	lines := []string{pal.Dim.Render(head)}
+	rows := [][]string{{"SERVICE", "CTRS", "SIZE", "USED", "PEAK", "USE", "MEM LIMIT"}}
+	for _, u := range s.Services {
+		ctrs := fmt.Sprintf("%d", u.Running)
+		if u.SharesService != "" {
+			rows = append(rows, []string{u.Service, ctrs, "-", "-", "-", "uses the /dev/shm of " + u.SharesService, ""})
+			continue
+		}
+		if u.Running == 0 {
+			rows = append(rows, []string{u.Service, "0", sizeOr(u.SizeBytes, "?"), "exited", sizeOr(u.PeakBytes, "-"), "", headroom(u.MemLimitBytes, nil)})
+			continue
+		}
+		use := bar(u.UsedBytes, u.PeakBytes, u.SizeBytes, pal)
+		if len(u.Errors) > 0 && u.UsedBytes == nil {
+			use = pal.Severity[analyze.Error].Render("cannot read: " + u.Errors[0])
+		}
+		rows = append(rows, []string{u.Service, ctrs, sizeOr(u.SizeBytes, hostOr(u.HostIPC)), sizeOr(u.UsedBytes, "-"), sizeOr(u.PeakBytes, "-"), use, headroom(u.MemLimitBytes, u.UsedBytes)})
+	}
+	if len(s.Services) == 0 {
+		lines = append(lines, "  no running container of project "+s.Project+" yet")
+		return lines
+	}
+	for i, l := range table(rows) {
+		if i == 0 {
+			l = pal.Header.Render(l)
+		}
+		lines = append(lines, "  "+l)
+	}
+	return lines
+}
+
+// table aligns rows into columns two spaces apart.
+func table(rows [][]string) []string {
+	widths := make([]int, len(rows[0]))
+	for _, r := range rows {
+		for i, c := range r {
+			widths[i] = max(widths[i], lipgloss.Width(c))
+		}
+	}
+	var out []string
+	for _, r := range rows {
+		var b strings.Builder
+		for j, c := range r {
+			b.WriteString(c)
+			if j < len(r)-1 {
+				b.WriteString(strings.Repeat(" ", widths[j]-lipgloss.Width(c)+2))
+			}
+		}
+		out = append(out, strings.TrimRight(b.String(), " "))
+	}
+	return out
+}
+
+// bar draws use against size, with the peak marked by a bar.
+func bar(used, peak, size *int64, pal palette) string {
+	if used == nil || size == nil || *size <= 0 {
+		return ""
+	}
+	frac := func(n int64) int {
+		return min(barWidth, int(math.Round(float64(n)/float64(*size)*barWidth)))
+	}
+	fill := frac(*used)
+	cells := []rune(strings.Repeat("#", fill) + strings.Repeat(".", barWidth-fill))
+	if peak != nil && *peak > *used {
+		if p := frac(*peak); p > 0 {
+			cells[p-1] = '|'
+		}
+	}
+	share := float64(*used) / float64(*size)
+	style := pal.OK
+	switch {
+	case share >= 0.9:
+		style = pal.Severity[analyze.Error]
+	case share >= 0.75:
+		style = pal.Severity[analyze.Warning]
+	}
+	return "[" + style.Render(string(cells)) + fmt.Sprintf("] %3.0f%%", share*100)
+}
+
+// headroom is the memory limit and what it leaves beside the /dev/shm in use.
+func headroom(limit, used *int64) string {
+	switch {
+	case limit == nil:
+		return "no limit"
+	case used == nil:
+		return analyze.FormatSize(*limit)
+	}
+	return fmt.Sprintf("%s, %s headroom", analyze.FormatSize(*limit), analyze.FormatSize(*limit-*used))
+}
+
+func sizeOr(n *int64, or string) string {
+	if n == nil {
+		return or
+	}
+	return analyze.FormatSize(*n)
+}
+
+func hostOr(host bool) string {
+	if host {
+		return "host's"
+	}
+	return "?"
+}
+
+// WatchText writes the summary of a watch for people: what each service used at its peak,
+// the shm_size that follows, whether the memory limit holds it, and where to write it.
+func WatchText(w io.Writer, s *analyze.WatchSummary, o Options) error {
+	pal := newPalette(o.Color)
+	tw := &errWriter{w: w}
+	end := "--duration"
+	if s.Interrupted {
+		end = "Ctrl-C"
+	}
+	tw.printf("%s\n", pal.Project.Render(fmt.Sprintf("watched project %s for %s (ended by %s), %s, %s",
+		s.Project, s.Duration.Round(100*time.Millisecond), end, plural(len(s.Services), "service"), plural(len(s.Containers), "container"))))
+	if len(s.Services) == 0 {
+		tw.printf("  no container of project %s ran during the watch\n", s.Project)
+		return tw.err
+	}
+	rows := [][]string{{"SERVICE", "CONTAINERS", "SIZE", "PEAK", "SHM_SIZE", "MEMORY LIMIT"}}
+	recs := map[string]*analyze.ShmRecommendation{}
+	for i := range s.Recommendations {
+		recs[s.Recommendations[i].Service] = &s.Recommendations[i]
+	}
+	for _, u := range s.Services {
+		ctrs := fmt.Sprintf("%d seen", u.Seen)
+		if u.Running > 0 {
+			ctrs = fmt.Sprintf("%d seen, %d running", u.Seen, u.Running)
+		}
+		switch r := recs[u.Service]; {
+		case u.SharesService != "":
+			rows = append(rows, []string{u.Service, ctrs, "-", "-", "see " + u.SharesService, ""})
+		case r == nil:
+			rows = append(rows, []string{u.Service, ctrs, sizeOr(u.SizeBytes, hostOr(u.HostIPC)), "not read", "-", sizeOr(u.MemLimitBytes, "no limit")})
+		default:
+			fit := "no limit"
+			if r.MemLimitBytes != nil {
+				fit = analyze.FormatSize(*r.MemLimitBytes) + ", holds it"
+				if !r.Fits {
+					fit = pal.Severity[analyze.Error].Render(analyze.FormatSize(*r.MemLimitBytes) + ", too small")
+				}
+			}
+			rows = append(rows, []string{u.Service, ctrs, sizeOr(u.SizeBytes, hostOr(u.HostIPC)), analyze.FormatSize(r.PeakBytes), pal.Fix.Render(r.ShmSize), fit})
+		}
+	}
+	tw.printf("\n")
+	for i, l := range table(rows) {
+		if i == 0 {
+			l = pal.Header.Render(l)
+		}
+		tw.printf("  %s\n", l)
+	}
+	for _, r := range s.Recommendations {
+		watchRecommendation(tw, r, pal)
+	}
+	for _, u := range s.Services {
+		for _, e := range u.Errors {
+			tw.printf("\n  %s %s\n", pal.Severity[analyze.Warning].Render("not read"), e)
+		}
+	}
+	if len(s.Notes) > 0 {
+		tw.printf("\n")
+		for _, n := range s.Notes {
+			tw.printf("%s\n", pal.Dim.Render(n))
+		}
+	}
+	return tw.err
+}
+
+// watchRecommendation prints one service's recommendation: one line when nothing is to
+// change, else the verdict on the memory limit and the compose text to write, and where.
+func watchRecommendation(tw *errWriter, r analyze.ShmRecommendation, pal palette) {
+	head := pal.Service.Render(r.Service) + " " + recommendationLine(r)
+	if !r.Change && r.Fits {
+		holds := "/dev/shm already has this size"
+		if r.RecommendedBytes == analyze.DefaultShmSize && !r.Set {
+			holds = "Docker's default 64 MiB holds it"
+		}
+		tw.printf("\n%s: %s\n", head, pal.OK.Render(holds+", nothing to change"))
+		return
+	}
+	tw.printf("\n%s\n", head)
+	if r.FloorFrom != "" && r.RecommendedBytes == r.FloorBytes {
+		tw.printf("  %s\n", pal.Dim.Render("not below the minimum: "+r.FloorFrom))
+	}
+	if r.Fits {
+		tw.printf("  %s\n", r.Verdict)
+	} else {
+		tw.printf("  %s\n", pal.Severity[analyze.Error].Render(r.Verdict))
+	}
+	if r.Note != "" {
+		tw.printf("  %s\n", pal.Dim.Render("note: "+r.Note))
+	}
+	if !r.Change {
+		return // the memory limit is what must change, and the verdict says so
+	}
+	where := "add to the compose file"
+	switch {
+	case r.Pos.File != "" && r.Set:
+		where = "change " + r.Key + " at " + r.Pos.String()
+	case r.Pos.File != "":
+		where = "add under the service at " + r.Pos.String()
+	}
+	if r.Diff != "" {
+		// Not indented: the patch applies as printed (git apply, patch -p1).
+		tw.printf("  %s\n%s", pal.Fix.Render(where+", as a patch:"), r.Diff)
+		return
+	}
+	tw.printf("  %s\n%s", pal.Fix.Render(where+":"), indent(r.Snippet, "    "))
+}
+
+// recommendationLine is "peak 48 MiB × 1.5 → shm_size: 128m (now 64 MiB)".
+func recommendationLine(r analyze.ShmRecommendation) string {
+	line := fmt.Sprintf("peak %s × %g → shm_size: %s", analyze.FormatSize(r.PeakBytes), r.Headroom, r.ShmSize)
+	if r.CurrentBytes != nil {
+		switch {
+		case *r.CurrentBytes == r.RecommendedBytes:
+			line += " (as now)"
+		default:
+			line += " (now " + analyze.FormatSize(*r.CurrentBytes) + ")"
+		}
+	}
+	return line
+}
+
+func indent(s, by string) string {
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(s, "\n") {
+		if l != "" {
+			b.WriteString(by + l)
+		}
+	}
+	return b.String()
+}
+
+// WatchJSONSample writes one sample as one line of JSON, for dashboards reading the stream.
+func WatchJSONSample(w io.Writer, s analyze.WatchSample) error {
+	return json.NewEncoder(w).Encode(s)
+}
+
+// WatchJSONSummary writes the summary as the stream's last line of JSON.
+func WatchJSONSummary(w io.Writer, s *analyze.WatchSummary) error {
+	return json.NewEncoder(w).Encode(s)
+}
