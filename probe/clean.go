@@ -85,27 +85,7 @@ func Clean(ctx context.Context, c Client) (containers, images int, err error) {
 // (a doctor killed between creating one and attaching to it). Running ones belong to a live
 // watch and end with it.
 func removeCompanions(ctx context.Context, c Client, now time.Time) (int, error) {
-	f := make(client.Filters).Add("label", LabelWatch)
-	list, err := c.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
-	if err != nil {
-		return 0, fmt.Errorf("listing watch companions: %s", reason(err))
-	}
-	removed := 0
-	var errs []error
-	for _, s := range list.Items {
-		if s.State == container.StateRunning || now.Sub(time.Unix(s.Created, 0)) < cleanGrace {
-			continue
-		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeTimeout)
-		_, err := c.ContainerRemove(rctx, s.ID, client.ContainerRemoveOptions{Force: true})
-		cancel()
-		switch {
-		case err == nil:
-			removed++
-		case cerrdefs.IsNotFound(err) || cerrdefs.IsConflict(err):
-		default:
-			errs = append(errs, fmt.Errorf("removing watch companion %.12s: %s", s.ID, reason(err)))
-		}
-	}
-	return removed, joinErrors(errs...)
+	return removeLabelled(ctx, c, LabelWatch, "watch companion", now, func(s container.Summary, age time.Duration) bool {
+		return s.State != container.StateRunning && age >= cleanGrace
+	})
 }

@@ -736,10 +736,16 @@ func (r *runner) sweep() {
 // removeContainers force-removes the probe containers for which pick is true, given their
 // age by the daemon's clock, and returns how many it removed.
 func removeContainers(ctx context.Context, c Client, now time.Time, pick func(container.Summary, time.Duration) bool) (int, error) {
-	f := make(client.Filters).Add("label", LabelProbe)
+	return removeLabelled(ctx, c, LabelProbe, "probe container", now, pick)
+}
+
+// removeLabelled force-removes the containers carrying label for which pick is true, oldest
+// first; what names them in errors.
+func removeLabelled(ctx context.Context, c Client, label, what string, now time.Time, pick func(container.Summary, time.Duration) bool) (int, error) {
+	f := make(client.Filters).Add("label", label)
 	list, err := c.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 	if err != nil {
-		return 0, fmt.Errorf("listing probe containers: %s", reason(err))
+		return 0, fmt.Errorf("listing %ss: %s", what, reason(err))
 	}
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Created < list.Items[j].Created })
 	removed := 0
@@ -757,7 +763,7 @@ func removeContainers(ctx context.Context, c Client, now time.Time, pick func(co
 		case cerrdefs.IsNotFound(err) || cerrdefs.IsConflict(err):
 			// Gone already, or being removed by its own run.
 		default:
-			errs = append(errs, fmt.Errorf("removing container %.12s: %s", s.ID, reason(err)))
+			errs = append(errs, fmt.Errorf("removing %s %.12s: %s", what, s.ID, reason(err)))
 		}
 	}
 	return removed, joinErrors(errs...)

@@ -175,7 +175,7 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	for i, render := range renders {
 		o := report.Options{Verbose: f.verbose, Quiet: f.quiet, ShowSuppressed: f.showSuppressed}
 		if out := f.outputs[i]; out != "-" {
-			if err := writeAtomic(out, func(w io.Writer) error { return render(w, rep, o) }); err != nil {
+			if err := writeAtomic(out, 0o644, func(w io.Writer) error { return render(w, rep, o) }); err != nil {
 				return exitUsage, fmt.Errorf("writing %s report: %w", f.formats[i], err)
 			}
 			continue
@@ -295,9 +295,10 @@ func (f *checkFlags) validateOutputs() ([]report.Renderer, error) {
 	return renders, nil
 }
 
-// writeAtomic writes a file through a temporary file in the same folder renamed over it, so
-// that a reader (a CI upload step) never sees a partial report; on error nothing is left.
-func writeAtomic(path string, write func(io.Writer) error) (err error) {
+// writeAtomic writes a file with mode perm through a temporary file in the same folder,
+// synced and renamed over it, so that a reader (a CI upload step, a compose run) never sees
+// a partial file; on error nothing is left.
+func writeAtomic(path string, perm os.FileMode, write func(io.Writer) error) (err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return err
@@ -311,7 +312,10 @@ func writeAtomic(path string, write func(io.Writer) error) (err error) {
 	if err := write(tmp); err != nil {
 		return err
 	}
-	if err := tmp.Chmod(0o644); err != nil {
+	if err := tmp.Chmod(perm); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
 		return err
 	}
 	if err := tmp.Close(); err != nil {

@@ -144,7 +144,7 @@ func touches(fx *analyze.Fix, claimed map[string]bool) bool {
 // replaceFile writes a fixed file in one step: through a temporary file in the same folder,
 // with the file's mode, renamed over it (over a symlink's target, so the link stays). A file
 // that changed since the doctor read it is left alone.
-func replaceFile(c analyze.FileChange) (err error) {
+func replaceFile(c analyze.FileChange) error {
 	path, err := filepath.EvalSymlinks(c.Path)
 	if err != nil {
 		return err
@@ -160,27 +160,8 @@ func replaceFile(c analyze.FileChange) (err error) {
 	if !bytes.Equal(cur, c.Before) {
 		return fmt.Errorf("the file changed since it was read: run the fix again")
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
+	return writeAtomic(path, st.Mode().Perm(), func(w io.Writer) error {
+		_, err := w.Write(c.After)
 		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err := tmp.Write(c.After); err != nil {
-		return err
-	}
-	if err := tmp.Chmod(st.Mode().Perm()); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	})
 }
