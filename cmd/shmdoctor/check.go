@@ -131,7 +131,7 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return exitUsage, usagef("%v", err)
 	}
 	if *help {
-		fmt.Fprint(stdout, checkUsage+fs.FlagUsages())
+		fmt.Fprint(stdout, checkUsage+flagUsages(fs))
 		return exitClean, nil
 	}
 	f.load.Paths = fs.Args()

@@ -9,8 +9,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 // graceAfterSignal is how long the doctor may take to clean up after Ctrl-C (removing probe
@@ -87,4 +90,12 @@ var subcommands = map[string]subcommand{
 	"watch":   watch,
 
 	pluginMetadataCommand: pluginMetadata,
+}
+
+// flagUsages is the flag table of --help. pflag marks every boolean flag "[=true|false]",
+// which teaches nothing (--quiet is never given a value): the mark gives way to spaces so
+// that the columns stay aligned.
+func flagUsages(fs *pflag.FlagSet) string {
+	const mark = "[=true|false]"
+	return strings.ReplaceAll(fs.FlagUsages(), mark, strings.Repeat(" ", len(mark)))
 }

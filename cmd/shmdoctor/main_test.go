@@ -388,3 +388,16 @@ func TestProjectDirectory(t *testing.T) {
 		t.Errorf("-p or the default: %+v", doc.Projects[0])
 	}
 }
+
+// TestHelp: every command's --help names its flags plainly and says how to call it.
+func TestHelp(t *testing.T) {
+	for _, cmd := range [][]string{{"--help"}, {"watch", "--help"}, {"host", "--help"}, {"probe", "--help"}, {"version", "--help"}} {
+		code, out, _ := shmdoctor(t, "", cmd...)
+		if code != exitClean || !strings.Contains(out, "Usage:") || !strings.Contains(out, "  -h, --help ") {
+			t.Errorf("%v: exit %d:\n%s", cmd, code, out)
+		}
+		if strings.Contains(out, "[=true|false]") {
+			t.Errorf("%v: boolean flags marked [=true|false]:\n%s", cmd, out)
+		}
+	}
+}

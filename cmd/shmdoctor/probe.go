@@ -124,7 +124,7 @@ func probeCmd(ctx context.Context, args []string, _ io.Reader, stdout, _ io.Writ
 		return exitUsage, usagef("probe: %v", err)
 	}
 	if *help {
-		fmt.Fprint(stdout, probeUsage+fs.FlagUsages())
+		fmt.Fprint(stdout, probeUsage+flagUsages(fs))
 		return exitClean, nil
 	}
 	if !*clean || fs.NArg() > 0 {
@@ -168,7 +168,7 @@ func host(ctx context.Context, args []string, _ io.Reader, stdout, _ io.Writer) 
 		return exitUsage, usagef("host: %v", err)
 	}
 	if *help {
-		fmt.Fprint(stdout, hostUsage+fs.FlagUsages())
+		fmt.Fprint(stdout, hostUsage+flagUsages(fs))
 		return exitClean, nil
 	}
 	if *format != "text" && *format != "json" {

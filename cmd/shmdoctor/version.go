@@ -83,7 +83,7 @@ func version(_ context.Context, args []string, _ io.Reader, stdout, _ io.Writer)
 		return exitUsage, usagef("version: %v", err)
 	}
 	if *help {
-		fmt.Fprint(stdout, versionUsage+fs.FlagUsages())
+		fmt.Fprint(stdout, versionUsage+flagUsages(fs))
 		return exitClean, nil
 	}
 	if fs.NArg() > 0 {

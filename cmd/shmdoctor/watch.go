@@ -67,7 +67,7 @@ func watch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return exitUsage, usagef("watch: %v", err)
 	}
 	if *help {
-		fmt.Fprint(stdout, watchUsage+fs.FlagUsages())
+		fmt.Fprint(stdout, watchUsage+flagUsages(fs))
 		return exitClean, nil
 	}
 	switch {
