@@ -3,6 +3,7 @@ package analyze
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -20,6 +21,11 @@ type source struct {
 	nl    string // the file's line ending
 	bom   int    // bytes of a byte order mark, which yaml.v3 does not count as a column
 	odd   bool   // lone carriage returns: yaml.v3 breaks lines there and this table does not
+	// inside marks the lines that continue a value begun on an earlier line: block scalar
+	// content (which may look like a comment, or be blank and kept), quoted strings and
+	// flow collections written over several lines (which may be less indented than their
+	// key). A block ends only where such a value has ended.
+	inside map[int]bool
 }
 
 func newSource(path, name string, b []byte) *source {
@@ -54,6 +60,7 @@ func (ix *Index) source(path string) (*source, error) {
 	if s.odd {
 		return nil, fmt.Errorf("%s breaks lines with lone carriage returns: edit it by hand", s.name)
 	}
+	s.markInside(ix.docs[path])
 	if ix.lines == nil {
 		ix.lines = map[string]*source{}
 	}
@@ -113,6 +120,10 @@ func (s *source) at(n *yaml.Node) string {
 func (s *source) blockEnd(first, ind int, dash bool) int {
 	last := first
 	for l := first + 1; l <= s.count(); l++ {
+		if s.inside[l] {
+			last = l
+			continue
+		}
 		if s.blankOrComment(l) {
 			continue
 		}
@@ -125,6 +136,121 @@ func (s *source) blockEnd(first, ind int, dash bool) int {
 		break
 	}
 	return last
+}
+
+// markInside fills s.inside from the parsed documents of the file.
+func (s *source) markInside(docs []*yaml.Node) {
+	s.inside = map[int]bool{}
+	var walk func(n *yaml.Node, ind, depth int)
+	walk = func(n *yaml.Node, ind, depth int) {
+		if n == nil || n.Kind == yaml.AliasNode || depth > 10000 || n.Line < 1 || n.Line > s.count() {
+			return
+		}
+		last := n.Line
+		switch {
+		case n.Kind == yaml.ScalarNode && n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0:
+			last = s.blockScalarEnd(n, ind)
+		case n.Kind == yaml.ScalarNode && n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle) != 0,
+			n.Style&yaml.FlowStyle != 0 && (n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode):
+			last = s.flowEnd(s.offset(n.Line, n.Column))
+		}
+		for l := n.Line + 1; l <= last; l++ {
+			s.inside[l] = true
+		}
+		if n.Style&yaml.FlowStyle != 0 {
+			return // the closing bracket bounds everything in it
+		}
+		switch n.Kind {
+		case yaml.DocumentNode:
+			for _, c := range n.Content {
+				walk(c, -1, depth+1)
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				walk(n.Content[i], n.Content[i].Column-1, depth+1)
+				walk(n.Content[i+1], n.Content[i].Column-1, depth+1)
+			}
+		case yaml.SequenceNode:
+			for _, c := range n.Content {
+				walk(c, n.Column-1, depth+1)
+			}
+		}
+	}
+	for _, d := range docs {
+		walk(d, -1, 0)
+	}
+}
+
+// blockScalarEnd is the last line of a block scalar whose parent is indented ind: its
+// content runs until a line that is not blank and not deeper than ind; trailing blank
+// lines are content only when kept (|+, >+).
+func (s *source) blockScalarEnd(n *yaml.Node, ind int) int {
+	header := s.line(n.Line)[s.offset(n.Line, n.Column)-s.lineStart(n.Line):]
+	if i := strings.IndexAny(header, " \t#"); i >= 0 {
+		header = header[:i]
+	}
+	last, blank := n.Line, n.Line
+	for l := n.Line + 1; l <= s.count(); l++ {
+		t := s.line(l)
+		if strings.TrimLeft(t, " ") == "" {
+			blank = l
+			continue
+		}
+		if len(t)-len(strings.TrimLeft(t, " ")) <= ind {
+			break
+		}
+		last, blank = l, l
+	}
+	if strings.Contains(header, "+") {
+		return blank
+	}
+	return last
+}
+
+// flowEnd is the line where the quoted string or flow collection starting at offset off
+// ends: its closing quote or bracket, skipping quoted strings and comments inside.
+func (s *source) flowEnd(off int) int {
+	depth := 0
+	for i := off; i < len(s.b); i++ {
+		switch c := s.b[i]; c {
+		case '"':
+			for i++; i < len(s.b) && s.b[i] != '"'; i++ {
+				if s.b[i] == '\\' {
+					i++
+				}
+			}
+		case '\'':
+			for i++; i < len(s.b); i++ {
+				if s.b[i] == '\'' {
+					if i+1 < len(s.b) && s.b[i+1] == '\'' {
+						i++
+						continue
+					}
+					break
+				}
+			}
+		case '[', '{':
+			depth++
+		case ']', '}':
+			depth--
+		case '#':
+			if i > 0 && (s.b[i-1] == ' ' || s.b[i-1] == '\t' || s.b[i-1] == '\n') {
+				for i < len(s.b) && s.b[i] != '\n' {
+					i++
+				}
+			}
+		}
+		if depth <= 0 {
+			return s.lineOf(min(i, len(s.b)-1))
+		}
+	}
+	return s.count()
+}
+
+// lineOf is the line that holds byte offset off.
+func (s *source) lineOf(off int) int {
+	l, _ := slices.BinarySearch(s.start, off+1)
+	return l
 }
 
 // firstOnLine reports whether only spaces precede node n on its line.
