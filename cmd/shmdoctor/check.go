@@ -298,10 +298,24 @@ func (f *checkFlags) validateOutputs() ([]report.Renderer, error) {
 // writeAtomic writes a file with mode perm through a temporary file in the same folder,
 // synced and renamed over it, so that a reader (a CI upload step, a compose run) never sees
 // a partial file; on error nothing is left.
-func writeAtomic(path string, perm os.FileMode, write func(io.Writer) error) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+func writeAtomic(path string, perm os.FileMode, write func(io.Writer) error) error {
+	tmp, err := stageAtomic(path, perm, write)
 	if err != nil {
 		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// stageAtomic writes a temporary file beside path, with mode perm, for the caller to
+// rename over path; on error nothing is left behind.
+func stageAtomic(path string, perm os.FileMode, write func(io.Writer) error) (_ string, err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return "", err
 	}
 	defer func() {
 		if err != nil {
@@ -310,18 +324,18 @@ func writeAtomic(path string, perm os.FileMode, write func(io.Writer) error) (er
 		}
 	}()
 	if err := write(tmp); err != nil {
-		return err
+		return "", err
 	}
 	if err := tmp.Chmod(perm); err != nil {
-		return err
+		return "", err
 	}
 	if err := tmp.Sync(); err != nil {
-		return err
+		return "", err
 	}
 	if err := tmp.Close(); err != nil {
-		return err
+		return "", err
 	}
-	return os.Rename(tmp.Name(), path)
+	return tmp.Name(), nil
 }
 
 // useColor decides colour: --color wins, then NO_COLOR, then whether out is a terminal.

@@ -87,10 +87,10 @@ func fixProjects(projects []*analyze.Project, cfg analyze.Config, f *checkFlags,
 		}
 	}
 	if f.fixWrite {
+		if err := replaceFiles(changes); err != nil {
+			return exitUsage, err
+		}
 		for _, c := range changes {
-			if err := replaceFile(c); err != nil {
-				return exitUsage, fmt.Errorf("writing %s: %w", c.Name, err)
-			}
 			fmt.Fprintf(log, "wrote %s\n", c.Name)
 		}
 	} else {
@@ -141,27 +141,70 @@ func touches(fx *analyze.Fix, claimed map[string]bool) bool {
 	return false
 }
 
-// replaceFile writes a fixed file in one step: through a temporary file in the same folder,
-// with the file's mode, renamed over it (over a symlink's target, so the link stays). A file
-// that changed since the doctor read it is left alone.
-func replaceFile(c analyze.FileChange) error {
+// replaceFiles writes fixed files all or none: every file is checked and written to a
+// temporary file in its folder first, and only then are they renamed over the originals.
+// A file that changed since the doctor read it, or that cannot be written, leaves every
+// file as it was.
+func replaceFiles(changes []analyze.FileChange) error {
+	var staged []staging
+	defer func() {
+		for _, st := range staged {
+			os.Remove(st.tmp) // gone once renamed
+		}
+	}()
+	for _, c := range changes {
+		st, err := stageFile(c)
+		if err != nil {
+			return fmt.Errorf("writing %s: %w (no file was written)", c.Name, err)
+		}
+		staged = append(staged, st)
+	}
+	for i, st := range staged {
+		if err := os.Rename(st.tmp, st.path); err != nil {
+			done := ""
+			if i > 0 {
+				done = fmt.Sprintf(" (%d of %d files were written)", i, len(staged))
+			}
+			return fmt.Errorf("writing %s: %w%s", changes[i].Name, err, done)
+		}
+	}
+	return nil
+}
+
+// staging is a fixed file written beside the file it replaces.
+type staging struct{ path, tmp string }
+
+// stageFile writes a fixed file to a temporary file in the same folder with the file's
+// mode, to be renamed over it (over a symlink's target, so the link stays). A file that
+// changed since the doctor read it, or that its owner made read-only, is refused.
+func stageFile(c analyze.FileChange) (staging, error) {
 	path, err := filepath.EvalSymlinks(c.Path)
 	if err != nil {
-		return err
+		return staging{}, err
 	}
 	st, err := os.Stat(path)
 	if err != nil {
-		return err
+		return staging{}, err
 	}
 	cur, err := os.ReadFile(path)
 	if err != nil {
-		return err
+		return staging{}, err
 	}
 	if !bytes.Equal(cur, c.Before) {
-		return fmt.Errorf("the file changed since it was read: run the fix again")
+		return staging{}, fmt.Errorf("the file changed since it was read: run the fix again")
 	}
-	return writeAtomic(path, st.Mode().Perm(), func(w io.Writer) error {
+	// renaming needs only the folder's permission: ask the file's own, as an editor would
+	w, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return staging{}, err
+	}
+	w.Close()
+	tmp, err := stageAtomic(path, st.Mode().Perm(), func(w io.Writer) error {
 		_, err := w.Write(c.After)
 		return err
 	})
+	if err != nil {
+		return staging{}, err
+	}
+	return staging{path: path, tmp: tmp}, nil
 }

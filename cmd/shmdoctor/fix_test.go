@@ -113,11 +113,11 @@ func TestFixWriteSymlink(t *testing.T) {
 	}
 }
 
-// TestReplaceFileStale leaves a file alone that changed since the doctor read it.
-func TestReplaceFileStale(t *testing.T) {
+// TestReplaceFilesStale leaves a file alone that changed since the doctor read it.
+func TestReplaceFilesStale(t *testing.T) {
 	dir := testutil.WriteFiles(t, map[string]string{"compose.yaml": "edited meanwhile\n"})
 	path := filepath.Join(dir, "compose.yaml")
-	err := replaceFile(analyze.FileChange{Path: path, Name: "compose.yaml", Before: []byte("as read\n"), After: []byte("fixed\n")})
+	err := replaceFiles([]analyze.FileChange{{Path: path, Name: "compose.yaml", Before: []byte("as read\n"), After: []byte("fixed\n")}})
 	if err == nil || !strings.Contains(err.Error(), "changed since") {
 		t.Fatalf("err = %v", err)
 	}
@@ -179,5 +179,58 @@ func TestFixSharedFile(t *testing.T) {
 	}
 	if code, out, errs := shmdoctor(t, "", "--fix", "a", "b"); code != exitClean || out != "" {
 		t.Errorf("second run: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
+
+// TestFixWriteAllOrNothing: when one file of a patch cannot be written (here it changed
+// after the project was loaded), no file is written, so the stack is never left half fixed.
+func TestFixWriteAllOrNothing(t *testing.T) {
+	files := map[string]string{
+		"compose.yaml":          "services:\n  db:\n    image: postgres:16\n  web:\n    image: alpine\n",
+		"compose.override.yaml": "services:\n  web:\n    ipc: host\n    shm_size: 1g\n    command: x\n",
+	}
+	dir := testutil.WriteFiles(t, files)
+	t.Chdir(dir)
+	projects := analyze.Load(t.Context(), analyze.Options{Paths: []string{"."}})
+	if len(projects) != 1 || !projects[0].Loaded() {
+		t.Fatalf("loading: %+v", projects[0].Errors)
+	}
+	// compose.override.yaml sorts first and is writable; compose.yaml fails
+	edited := files["compose.yaml"] + "    # edited meanwhile\n"
+	if err := os.WriteFile("compose.yaml", []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errs bytes.Buffer
+	code, err := fixProjects(projects, analyze.Config{}, &checkFlags{fix: true, fixWrite: true}, &out, &errs)
+	if code != exitUsage || err == nil || !strings.Contains(err.Error(), "compose.yaml") {
+		t.Fatalf("exit %d, err %v, stdout %q", code, err, out.String())
+	}
+	for name, want := range map[string]string{"compose.yaml": edited, "compose.override.yaml": files["compose.override.yaml"]} {
+		if b, _ := os.ReadFile(name); string(b) != want {
+			t.Errorf("%s was rewritten: %q", name, b)
+		}
+	}
+	if names := entries(t, dir); len(names) != 2 {
+		t.Errorf("the folder holds %v", names)
+	}
+}
+
+// TestFixWriteReadOnly refuses a file its owner made read-only, though its folder would
+// let a rename replace it. Root writes any file, so the test needs another user.
+func TestFixWriteReadOnly(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root may write a read-only file")
+	}
+	dir := testutil.WriteFiles(t, map[string]string{"compose.yaml": "services:\n  db:\n    image: postgres:16\n"})
+	t.Chdir(dir)
+	if err := os.Chmod("compose.yaml", 0o444); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := shmdoctor(t, "", "--fix", "--write", ".")
+	if code != exitUsage || !strings.Contains(errs, "compose.yaml") || !strings.Contains(errs, "permission denied") {
+		t.Errorf("exit %d, stderr %q", code, errs)
+	}
+	if b, _ := os.ReadFile("compose.yaml"); string(b) != "services:\n  db:\n    image: postgres:16\n" {
+		t.Errorf("compose.yaml was rewritten: %q", b)
 	}
 }
