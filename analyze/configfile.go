@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -220,18 +221,23 @@ func (c *ConfigFile) ignores(key string, v *yaml.Node, dir string, fail failFunc
 			if i := strings.IndexAny(glob, " \t"); i >= 0 {
 				glob, reason = glob[:i], glob[i:]
 			}
-			if strings.HasPrefix(glob, "/") || filepath.IsAbs(glob) {
+			// Windows separators, in a config shared by people on every system
+			glob = strings.ReplaceAll(glob, `\`, "/")
+			if strings.HasPrefix(glob, "/") || filepath.IsAbs(glob) || winDrive.MatchString(glob) {
 				return fail(it, "ignore-paths: %s: globs are relative to the config file's folder", glob)
 			}
 			if _, err := path.Match(strings.ReplaceAll(glob, "**", "*"), ""); err != nil {
 				return fail(it, "ignore-paths: %s: bad glob", glob)
 			}
-			e.Glob, e.Reason = filepath.ToSlash(path.Clean(glob)), strings.TrimSpace(reason)
+			e.Glob, e.Reason = path.Clean(glob), strings.TrimSpace(reason)
 		}
 		c.Ignore = append(c.Ignore, e)
 	}
 	return nil
 }
+
+// winDrive starts a Windows absolute path, which is not absolute elsewhere.
+var winDrive = regexp.MustCompile(`^[A-Za-z]:/`)
 
 // displayPath names a file relative to the working folder when it is below it, as the
 // index names compose files.

@@ -54,6 +54,12 @@ ignore-paths:
 		t.Errorf("quoted glob: %+v", c.Ignore[3])
 	}
 
+	// a config written on Windows: backslashes separate folders on every system
+	win := testutil.WriteFiles(t, map[string]string{ConfigFileName: "ignore-paths:\n  - legacy\\old\\*.yaml frozen\n"})
+	if c, err := ReadConfigFile(filepath.Join(win, ConfigFileName)); err != nil || c.Ignore[0].Glob != "legacy/old/*.yaml" {
+		t.Errorf("backslashes: %+v, %v", c, err)
+	}
+
 	for _, empty := range []string{"", "# nothing yet\n", "---\n"} {
 		dir := testutil.WriteFiles(t, map[string]string{ConfigFileName: empty})
 		if c, err := ReadConfigFile(filepath.Join(dir, ConfigFileName)); err != nil || c.Policy != "" || c.Ignore != nil {
@@ -84,6 +90,7 @@ func TestReadConfigFileErrors(t *testing.T) {
 		{"ignore entry not a string", "ignore:\n  - {rule: SHM040}\n", 2, 5, "ignore entries are strings"},
 		{"absolute ignore-paths", "ignore-paths:\n  - /srv/legacy\n", 2, 5, "relative to the config file's folder"},
 		{"bad glob", "ignore-paths:\n  - legacy/[a\n", 2, 5, "bad glob"},
+		{"windows absolute ignore-paths", "ignore-paths:\n  - 'C:\\srv\\legacy'\n", 2, 5, "relative to the config file's folder"},
 		{"twice", "policy: stability\npolicy: isolation\n", 2, 1, "policy is given twice"},
 		{"not a mapping", "- SHM040\n", 1, 1, "a config file is a mapping"},
 		{"two documents", "policy: stability\n---\ntarget: swarm\n", 2, 1, "one YAML document"},
