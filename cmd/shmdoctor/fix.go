@@ -193,7 +193,11 @@ func stageFile(c analyze.FileChange) (staging, error) {
 	if !bytes.Equal(cur, c.Before) {
 		return staging{}, fmt.Errorf("the file changed since it was read: run the fix again")
 	}
-	// renaming needs only the folder's permission: ask the file's own, as an editor would
+	// Renaming needs only the folder's permission, and root may write anything: a file with
+	// no write bit was made read-only on purpose, and is left alone whoever runs the fix.
+	if st.Mode().Perm()&0o222 == 0 {
+		return staging{}, fmt.Errorf("the file is read-only (mode %04o): make it writable to fix it", st.Mode().Perm())
+	}
 	w, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		return staging{}, err
