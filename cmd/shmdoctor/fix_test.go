@@ -216,7 +216,7 @@ func TestFixWriteAllOrNothing(t *testing.T) {
 }
 
 // TestFixWriteReadOnly refuses a file its owner made read-only, though its folder would
-// let a rename replace it. Root writes any file, so the test needs another user.
+// let a rename replace it, and whoever runs the fix (root too).
 func TestFixWriteReadOnly(t *testing.T) {
 	dir := testutil.WriteFiles(t, map[string]string{"compose.yaml": "services:\n  db:\n    image: postgres:16\n"})
 	t.Chdir(dir)
