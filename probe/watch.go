@@ -459,8 +459,9 @@ func (w *watcher) stillRunning(ctx context.Context, k *watched) bool {
 	return false
 }
 
-// record stores one reading of a group in each of its running members.
-func (w *watcher) record(g *shmGroup, members []*watched, method analyze.WatchMethod, size *int64, used, peak int64, readErr string) {
+// record stores one reading of a group in each of its running members. A reading that is
+// no sample of its own (an agent's rise line) updates use and peak but not the count.
+func (w *watcher) record(g *shmGroup, members []*watched, method analyze.WatchMethod, size *int64, used, peak int64, readErr string, sample bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if size != nil {
@@ -480,7 +481,9 @@ func (w *watcher) record(g *shmGroup, members []*watched, method analyze.WatchMe
 			continue
 		}
 		k.Error = ""
-		k.Samples++
+		if sample {
+			k.Samples++
+		}
 		k.SizeBytes = g.size
 		k.UsedBytes = ptr(used)
 		if k.PeakBytes == nil || max(peak, used) > *k.PeakBytes {
@@ -497,7 +500,7 @@ func (w *watcher) readStats(ctx context.Context, g *shmGroup, members []*watched
 		n, ok, err := containerShmem(ctx, w.c, k.ID)
 		switch {
 		case err != nil:
-			w.record(g, members, analyze.WatchStats, nil, 0, 0, "stats: "+err.Error())
+			w.record(g, members, analyze.WatchStats, nil, 0, 0, "stats: "+err.Error(), true)
 			return
 		case !ok:
 			// The engine reports no shmem here: fall back for this group and the next ones.
@@ -512,7 +515,7 @@ func (w *watcher) readStats(ctx context.Context, g *shmGroup, members []*watched
 		}
 		total += n
 	}
-	w.record(g, members, analyze.WatchStats, nil, total, total, "")
+	w.record(g, members, analyze.WatchStats, nil, total, total, "", true)
 }
 
 // containerShmem reads memory_stats.stats.shmem from the stats API, once; ok is false when the
@@ -546,7 +549,7 @@ func (w *watcher) readDf(ctx context.Context, g *shmGroup, members []*watched) {
 	for _, k := range members {
 		size, used, err := execDf(ctx, w.c, k.ID)
 		if err == nil {
-			w.record(g, members, analyze.WatchDf, ptr(size), used, used, "")
+			w.record(g, members, analyze.WatchDf, ptr(size), used, used, "", true)
 			return
 		}
 		if ctx.Err() != nil {
@@ -561,7 +564,7 @@ func (w *watcher) readDf(ctx context.Context, g *shmGroup, members []*watched) {
 	if prev != "" {
 		msg = prev + "; " + msg
 	}
-	w.record(g, members, analyze.WatchDf, nil, 0, 0, msg)
+	w.record(g, members, analyze.WatchDf, nil, 0, 0, msg, true)
 }
 
 // execDf runs `df -P -k /dev/shm` in a container: a short process that ends by itself, so
@@ -756,7 +759,7 @@ func (w *watcher) follow(cp *companion, g *shmGroup, first chan<- string) {
 			}
 		}
 		w.mu.Unlock()
-		w.record(g, members, analyze.WatchAgent, ptr(l.SizeBytes), l.UsedBytes, l.PeakBytes, "")
+		w.record(g, members, analyze.WatchAgent, ptr(l.SizeBytes), l.UsedBytes, l.PeakBytes, "", !l.Rise)
 	}
 	_ = pr.Close()
 	if n == 0 {
