@@ -390,9 +390,12 @@ func (w *watcher) read(ctx context.Context, g *shmGroup, members []*watched) {
 	w.mu.Lock()
 	method := g.method
 	w.mu.Unlock()
+	if method == analyze.WatchStats && !w.readStats(rctx, g, members) {
+		// The engine reports no shmem here: readStats moved the group to the agent, whose
+		// companion must outlive this reading (ctx, not rctx).
+		method = analyze.WatchAgent
+	}
 	switch method {
-	case analyze.WatchStats:
-		w.readStats(rctx, g, members)
 	case analyze.WatchAgent:
 		w.mu.Lock()
 		idle := (g.companion == nil || g.companion.ended()) && !g.starting
@@ -493,15 +496,16 @@ func (w *watcher) record(g *shmGroup, members []*watched, method analyze.WatchMe
 }
 
 // readStats sums the shmem counters of a group's members: pages are charged to the
-// container that wrote them, so a shared /dev/shm is the sum of its writers.
-func (w *watcher) readStats(ctx context.Context, g *shmGroup, members []*watched) {
+// container that wrote them, so a shared /dev/shm is the sum of its writers. It returns
+// false when the engine reports no shmem counter, after moving the group to the agent.
+func (w *watcher) readStats(ctx context.Context, g *shmGroup, members []*watched) bool {
 	var total int64
 	for _, k := range members {
 		n, ok, err := containerShmem(ctx, w.c, k.ID)
 		switch {
 		case err != nil:
 			w.record(g, members, analyze.WatchStats, nil, 0, 0, "stats: "+err.Error(), true)
-			return
+			return true
 		case !ok:
 			// The engine reports no shmem here: fall back for this group and the next ones.
 			w.mu.Lock()
@@ -510,12 +514,12 @@ func (w *watcher) readStats(ctx context.Context, g *shmGroup, members []*watched
 				w.method = analyze.WatchAgent
 			}
 			w.mu.Unlock()
-			w.read(ctx, g, members)
-			return
+			return false
 		}
 		total += n
 	}
 	w.record(g, members, analyze.WatchStats, nil, total, total, "", true)
+	return true
 }
 
 // containerShmem reads memory_stats.stats.shmem from the stats API, once; ok is false when the
