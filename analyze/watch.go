@@ -28,11 +28,11 @@ const (
 func (m WatchMethod) Describe() string {
 	switch m {
 	case WatchStats:
-		return "the shmem counter of each container's memory cgroup (Docker stats API): /dev/shm pages the container wrote, plus its other tmpfs and shared anonymous memory"
+		return "the shmem counter of each container's memory cgroup (Docker stats API): /dev/shm pages the container wrote, plus its other tmpfs and shared anonymous memory; read once per --interval, so a spike shorter than the interval can fall between two readings"
 	case WatchAgent:
 		return "statfs of /dev/shm by the doctor's agent in a companion container that shares the container's PID namespace (sampled every 50ms, nothing copied into the container)"
 	case WatchDf:
-		return "the image's df -P -k /dev/shm, executed in the container at every sample"
+		return "the image's df -P -k /dev/shm, executed in the container at every sample, so a spike shorter than --interval can fall between two readings"
 	}
 	return string(m)
 }

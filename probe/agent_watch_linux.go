@@ -18,7 +18,9 @@ import (
 // watchMain is `shmdoctor agent watch`: the companion of `shmdoctor watch`. It prints one
 // WatchLine per --interval with the size and use of the filesystem at --path (the watched
 // container's /dev/shm seen through /proc/PID/root), sampling every --every in between so
-// that a spike shorter than the interval still shows in the line's peak.
+// that a spike shorter than the interval still shows in the line's peak. A sample above
+// every peak reported before is also written at once, as a rise line (the first reading
+// among them, so the doctor learns at once whether it can read).
 //
 // It ends on end of standard input: the doctor holds the other end, so the agent ends with
 // the doctor however the doctor ends, even when it is killed. It also ends on SIGTERM and
@@ -52,6 +54,20 @@ func watchMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer tick.Stop()
 	line := sampleShm(*path)
 	next := time.Now().Add(*interval)
+	// The highest use reported so far: a sample above it is written at once (a rise line),
+	// so that the doctor keeps it even when the container ends before the interval's line.
+	reported := int64(-1)
+	rise := func(s WatchLine) error {
+		if s.Error != "" || s.UsedBytes <= reported {
+			return nil
+		}
+		reported = s.UsedBytes
+		s.Rise = true
+		return enc.Encode(s)
+	}
+	if rise(line) != nil {
+		return 1
+	}
 	for n := 0; ; {
 		select {
 		case <-done:
@@ -62,7 +78,13 @@ func watchMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			s := sampleShm(*path)
 			line = line.merge(s)
 			if now.Before(next) {
+				if rise(s) != nil {
+					return 1 // the doctor is gone
+				}
 				continue
+			}
+			if line.Error == "" {
+				reported = max(reported, line.PeakBytes)
 			}
 			next = next.Add(*interval)
 			if now.After(next) {

@@ -390,9 +390,12 @@ func (w *watcher) read(ctx context.Context, g *shmGroup, members []*watched) {
 	w.mu.Lock()
 	method := g.method
 	w.mu.Unlock()
+	if method == analyze.WatchStats && !w.readStats(rctx, g, members) {
+		// The engine reports no shmem here: readStats moved the group to the agent, whose
+		// companion must outlive this reading (ctx, not rctx).
+		method = analyze.WatchAgent
+	}
 	switch method {
-	case analyze.WatchStats:
-		w.readStats(rctx, g, members)
 	case analyze.WatchAgent:
 		w.mu.Lock()
 		idle := (g.companion == nil || g.companion.ended()) && !g.starting
@@ -459,8 +462,9 @@ func (w *watcher) stillRunning(ctx context.Context, k *watched) bool {
 	return false
 }
 
-// record stores one reading of a group in each of its running members.
-func (w *watcher) record(g *shmGroup, members []*watched, method analyze.WatchMethod, size *int64, used, peak int64, readErr string) {
+// record stores one reading of a group in each of its running members. A reading that is
+// no sample of its own (an agent's rise line) updates use and peak but not the count.
+func (w *watcher) record(g *shmGroup, members []*watched, method analyze.WatchMethod, size *int64, used, peak int64, readErr string, sample bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if size != nil {
@@ -480,7 +484,9 @@ func (w *watcher) record(g *shmGroup, members []*watched, method analyze.WatchMe
 			continue
 		}
 		k.Error = ""
-		k.Samples++
+		if sample {
+			k.Samples++
+		}
 		k.SizeBytes = g.size
 		k.UsedBytes = ptr(used)
 		if k.PeakBytes == nil || max(peak, used) > *k.PeakBytes {
@@ -490,15 +496,16 @@ func (w *watcher) record(g *shmGroup, members []*watched, method analyze.WatchMe
 }
 
 // readStats sums the shmem counters of a group's members: pages are charged to the
-// container that wrote them, so a shared /dev/shm is the sum of its writers.
-func (w *watcher) readStats(ctx context.Context, g *shmGroup, members []*watched) {
+// container that wrote them, so a shared /dev/shm is the sum of its writers. It returns
+// false when the engine reports no shmem counter, after moving the group to the agent.
+func (w *watcher) readStats(ctx context.Context, g *shmGroup, members []*watched) bool {
 	var total int64
 	for _, k := range members {
 		n, ok, err := containerShmem(ctx, w.c, k.ID)
 		switch {
 		case err != nil:
-			w.record(g, members, analyze.WatchStats, nil, 0, 0, "stats: "+err.Error())
-			return
+			w.record(g, members, analyze.WatchStats, nil, 0, 0, "stats: "+err.Error(), true)
+			return true
 		case !ok:
 			// The engine reports no shmem here: fall back for this group and the next ones.
 			w.mu.Lock()
@@ -507,12 +514,12 @@ func (w *watcher) readStats(ctx context.Context, g *shmGroup, members []*watched
 				w.method = analyze.WatchAgent
 			}
 			w.mu.Unlock()
-			w.read(ctx, g, members)
-			return
+			return false
 		}
 		total += n
 	}
-	w.record(g, members, analyze.WatchStats, nil, total, total, "")
+	w.record(g, members, analyze.WatchStats, nil, total, total, "", true)
+	return true
 }
 
 // containerShmem reads memory_stats.stats.shmem from the stats API, once; ok is false when the
@@ -546,7 +553,7 @@ func (w *watcher) readDf(ctx context.Context, g *shmGroup, members []*watched) {
 	for _, k := range members {
 		size, used, err := execDf(ctx, w.c, k.ID)
 		if err == nil {
-			w.record(g, members, analyze.WatchDf, ptr(size), used, used, "")
+			w.record(g, members, analyze.WatchDf, ptr(size), used, used, "", true)
 			return
 		}
 		if ctx.Err() != nil {
@@ -561,7 +568,7 @@ func (w *watcher) readDf(ctx context.Context, g *shmGroup, members []*watched) {
 	if prev != "" {
 		msg = prev + "; " + msg
 	}
-	w.record(g, members, analyze.WatchDf, nil, 0, 0, msg)
+	w.record(g, members, analyze.WatchDf, nil, 0, 0, msg, true)
 }
 
 // execDf runs `df -P -k /dev/shm` in a container: a short process that ends by itself, so
@@ -756,7 +763,7 @@ func (w *watcher) follow(cp *companion, g *shmGroup, first chan<- string) {
 			}
 		}
 		w.mu.Unlock()
-		w.record(g, members, analyze.WatchAgent, ptr(l.SizeBytes), l.UsedBytes, l.PeakBytes, "")
+		w.record(g, members, analyze.WatchAgent, ptr(l.SizeBytes), l.UsedBytes, l.PeakBytes, "", !l.Rise)
 	}
 	_ = pr.Close()
 	if n == 0 {

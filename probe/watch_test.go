@@ -211,3 +211,61 @@ func TestWatchFollows(t *testing.T) {
 		}
 	}
 }
+
+// cgroupV2Engine is the real engine, except that it says it runs cgroup v2: a fake, because
+// this machine's engine runs cgroup v1 and watch prefers the stats API only under v2. Its
+// stats carry no shmem counter, as on a v2 engine that does not report it.
+type cgroupV2Engine struct{ Client }
+
+func (e cgroupV2Engine) Info(ctx context.Context, o client.InfoOptions) (client.SystemInfoResult, error) {
+	res, err := e.Client.Info(ctx, o)
+	res.Info.CgroupVersion = "2"
+	return res, err
+}
+
+// TestWatchStatsFallback watches, through an engine whose stats lack shmem, with one sample
+// only (an interval longer than the watch): the group moves to the agent at that sample, and
+// its companion must start then, not at a next sample.
+func TestWatchStatsFallback(t *testing.T) {
+	o := testOptions(t)
+	c := daemon(t)
+	ctx := context.Background()
+	image, err := Image(ctx, c, testAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Config: &container.Config{Image: image, Cmd: []string{"--target", "0", "--hold", "60s"}, Labels: map[string]string{
+			LabelProbe: "watch", LabelProject: o.Project,
+			ComposeProjectLabel: o.Project, ComposeServiceLabel: "app", ComposeNumberLabel: "1", ComposeOneoffLabel: "False",
+		}},
+		HostConfig: &container.HostConfig{NetworkMode: "none"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.ContainerRemove(ctx, res.ID, client.ContainerRemoveOptions{Force: true})
+	if _, err := c.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	go func() {
+		// Ends the watch once the companion runs and has had time for its first reading,
+		// which it writes at once; or after 30s when no companion comes.
+		defer cancel()
+		f := make(client.Filters).Add("label", LabelWatch+"="+res.ID).Add("status", "running")
+		for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+			if list, err := c.ContainerList(ctx, client.ContainerListOptions{Filters: f}); err == nil && len(list.Items) > 0 {
+				time.Sleep(time.Second)
+				return
+			}
+		}
+	}()
+	cs, err := Watch(wctx, cgroupV2Engine{c}, WatchOptions{Project: o.Project, Interval: time.Hour, Binary: testAgent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 1 || cs[0].Method != analyze.WatchAgent || cs[0].UsedBytes == nil {
+		t.Fatalf("%+v: want it read by the agent after the stats fell short", cs)
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/term"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
 )
@@ -22,11 +24,24 @@ type LiveView struct {
 	w     io.Writer
 	pal   palette
 	lines int // lines drawn last time, to move back over
+	// size is the terminal's width and height, read at every drawing (it may be resized);
+	// 0 when unknown.
+	size func() (width, height int)
 }
 
 // NewLiveView draws on w, which must be a terminal.
 func NewLiveView(w io.Writer, color bool) *LiveView {
-	return &LiveView{w: w, pal: newPalette(color)}
+	v := &LiveView{w: w, pal: newPalette(color), size: func() (int, int) { return 0, 0 }}
+	if f, ok := w.(interface{ Fd() uintptr }); ok {
+		v.size = func() (int, int) {
+			width, height, err := term.GetSize(f.Fd())
+			if err != nil {
+				return 0, 0
+			}
+			return width, height
+		}
+	}
+	return v
 }
 
 // Draw replaces the previous drawing with the state of s.
@@ -35,7 +50,8 @@ func (v *LiveView) Draw(s analyze.WatchSample, started time.Time, interval time.
 	if v.lines > 0 {
 		fmt.Fprintf(&b, "\x1b[%dF\x1b[J", v.lines) // back to the first line, clear below
 	}
-	lines := liveLines(s, started, interval, v.pal)
+	width, height := v.size()
+	lines := fitTerminal(liveLines(s, started, interval, v.pal), width, height)
 	for _, l := range lines {
 		b.WriteString(l + "\n")
 	}
@@ -52,6 +68,22 @@ func (v *LiveView) Clear() error {
 	_, err := fmt.Fprintf(v.w, "\x1b[%dF\x1b[J", v.lines)
 	v.lines = 0
 	return err
+}
+
+// fitTerminal cuts lines to the terminal: the drawing is moved back over by counting
+// lines, so a line the terminal wraps, or a line scrolled off its top, would leave the
+// previous drawing behind at every sample. A width or height of 0 is unknown.
+func fitTerminal(lines []string, width, height int) []string {
+	if height > 1 && len(lines) > height-1 {
+		more := len(lines) - (height - 2)
+		lines = append(lines[:height-2:height-2], fmt.Sprintf("  … %d more lines: enlarge the terminal, or use --format json", more))
+	}
+	if width > 0 {
+		for i, l := range lines {
+			lines[i] = ansi.Truncate(l, width, "…")
+		}
+	}
+	return lines
 }
 
 // liveLines are the lines of the live view, without the terminal's control sequences.

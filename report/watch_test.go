@@ -3,10 +3,13 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"charm.land/lipgloss/v2"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
 	"github.com/shmdoctor/shmdoctor/internal/testutil"
@@ -69,6 +72,39 @@ func TestWatchLive(t *testing.T) {
 	}
 	if n := strings.Count(b.String(), "\x1b[7F\x1b[J"); n != 1 {
 		t.Errorf("the second drawing moved back over the first %d times, want once:\n%q", n, b.String())
+	}
+}
+
+// TestWatchLiveNarrow draws on a terminal narrower and shorter than the view: the view moves
+// back over what it drew by counting lines, so no line may wrap and none may scroll away.
+func TestWatchLiveNarrow(t *testing.T) {
+	s := watchSummary()
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	sample := analyze.WatchSample{Type: "sample", Time: start.Add(7 * time.Second), Project: s.Project, Services: s.Services, Containers: s.Containers}
+	const width, height = 40, 6
+	var b bytes.Buffer
+	v := NewLiveView(&b, true)
+	v.size = func() (int, int) { return width, height }
+	for range 2 {
+		if err := v.Draw(sample, start, time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drawings := strings.Split(b.String(), "\x1b[J")
+	if len(drawings) != 2 {
+		t.Fatalf("%d drawings, want 2: %q", len(drawings), b.String())
+	}
+	lines := strings.Split(strings.TrimSuffix(drawings[1], "\n"), "\n")
+	if len(lines) > height-1 || v.lines != len(lines) {
+		t.Errorf("%d lines drawn, %d counted, on a terminal of %d rows", len(lines), v.lines, height)
+	}
+	if !strings.HasSuffix(drawings[0], fmt.Sprintf("\x1b[%dF", len(lines))) {
+		t.Errorf("the second drawing does not move back over the %d lines of the first: %q", len(lines), drawings[0])
+	}
+	for _, l := range lines {
+		if w := lipgloss.Width(l); w > width {
+			t.Errorf("a line of %d columns on a terminal of %d wraps: %q", w, width, l)
+		}
 	}
 }
 

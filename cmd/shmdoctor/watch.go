@@ -49,6 +49,10 @@ container of the project ran, 2 usage or load errors or a daemon that does not a
 Flags:
 `
 
+// maxHeadroom bounds --headroom: peak × headroom must stay a size (int64), and no workload
+// needs a hundred times what it was seen to use.
+const maxHeadroom = 100
+
 // watch is `shmdoctor watch`.
 func watch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
 	var load analyze.Options
@@ -58,7 +62,7 @@ func watch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	addComposeFlags(fs, &load)
 	interval := fs.Duration("interval", time.Second, "time between two samples")
 	duration := fs.Duration("duration", 0, "stop after this long and print the summary (default: until Ctrl-C)")
-	headroom := fs.Float64("headroom", analyze.DefaultHeadroom, "recommended shm_size = observed peak × this factor")
+	headroom := fs.Float64("headroom", analyze.DefaultHeadroom, "recommended shm_size = observed peak × this factor, 1 to 100")
 	format := fs.String("format", "text", "output format: text|json (json: one object per sample, then the summary)")
 	method := fs.String("method", "auto", "how use is read: auto|stats|agent|df")
 	color := fs.String("color", "auto", "colour: auto|always|never")
@@ -75,8 +79,8 @@ func watch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return exitUsage, usagef("watch: --interval %s is too short: 10ms at least", *interval)
 	case *duration < 0:
 		return exitUsage, usagef("watch: --duration must not be negative")
-	case *headroom < 1:
-		return exitUsage, usagef("watch: --headroom %g: 1 or more (the peak itself, or more)", *headroom)
+	case !(*headroom >= 1 && *headroom <= maxHeadroom): // NaN too
+		return exitUsage, usagef("watch: --headroom %g: from 1 (the peak itself) to %d", *headroom, maxHeadroom)
 	case *format != "text" && *format != "json":
 		return exitUsage, usagef("watch: unknown format %q: use text or json", *format)
 	case *color != "auto" && *color != "always" && *color != "never":

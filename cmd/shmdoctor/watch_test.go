@@ -137,6 +137,12 @@ func randomSuffix() string {
 // the reference docker compose on the project.
 func upWatchStack(t *testing.T) (dir, project string, compose func(args ...string)) {
 	t.Helper()
+	return upStack(t, watchStack)
+}
+
+// upStack is upWatchStack for any stack written like watchStack.
+func upStack(t *testing.T, stack string) (dir, project string, compose func(args ...string)) {
+	t.Helper()
 	c, err := client.New(client.FromEnv)
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +155,7 @@ func upWatchStack(t *testing.T) (dir, project string, compose func(args ...strin
 	image := busyboxImage(t, c)
 	dir = t.TempDir()
 	project = "watchtest-" + randomSuffix()
-	stack := strings.ReplaceAll(watchStack, "{{image}}", image)
+	stack = strings.ReplaceAll(stack, "{{image}}", image)
 	if err := os.WriteFile(filepath.Join(dir, "compose.yaml"), []byte(stack), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -443,5 +449,51 @@ func watchInterrupt(t *testing.T, dir, project, method string) {
 	ls := exec.Command("docker", "exec", name, "ls", "-a", "/dev/shm")
 	if got, err := ls.Output(); err != nil || strings.Join(strings.Fields(string(got)), " ") != ". .. d j" {
 		t.Errorf("/dev/shm of %s holds %q (%v), want only d and j", name, got, err)
+	}
+}
+
+// TestWatchKeepsLastPeak watches with an interval longer than the test, so that no
+// interval's line ever comes, and kills the container the way a workload dies when /dev/shm
+// fills: what the companion read before must still make the service's peak.
+func TestWatchKeepsLastPeak(t *testing.T) {
+	const stack = `services:
+  spike:
+    image: {{image}}
+    pull_policy: never
+    command: ["sh", "-c", "dd if=/dev/zero of=/dev/shm/s bs=1M count=32 2>/dev/null; exec sleep 600"]
+`
+	dir, project, compose := upStack(t, stack)
+	cmd := exec.Command(buildDoctor(t), "watch", "--format", "json", "--interval", "1h", "-p", project, dir)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for end := time.Now().Add(60 * time.Second); !cond(); time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(end) {
+				t.Fatalf("no %s after 60s\n%s", what, errb.String())
+			}
+		}
+	}
+	waitFor("companion", func() bool { return len(watchCompanions(t, project)) > 0 })
+	time.Sleep(time.Second) // the companion's first reading goes out as soon as it runs
+	compose("kill", "spike")
+	waitFor("end of the companion", func() bool { return len(watchCompanions(t, project)) == 0 })
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("watch: %v\n%s", err, errb.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	var sum analyze.WatchSummary
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil || len(sum.Services) != 1 {
+		t.Fatalf("last line: %v\n%s", err, out.String())
+	}
+	if u := sum.Services[0]; !within(u.PeakBytes, 32<<20) {
+		t.Errorf("spike: peak %v, want 32 MiB: the readings of a container that ended between two lines were lost", deref(u.PeakBytes))
 	}
 }
