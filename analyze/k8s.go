@@ -213,7 +213,7 @@ func loadKubernetes(t target, opts Options) *Project {
 	}
 	p.Index.directives[abs] = scanDirectives(content, docs)
 	p.directiveErrors()
-	r := &k8sResolver{p: p, file: display, abs: abs, need: opts.Need, sups: map[Pos]*suppressor{}}
+	r := &k8sResolver{p: p, file: display, abs: abs, need: opts.Need, needFrom: opts.needFrom(), sups: map[Pos]*suppressor{}}
 	for _, d := range docs {
 		r.object(d)
 	}
@@ -252,6 +252,8 @@ type k8sResolver struct {
 	file string // as displayed
 	abs  string
 	need *int64
+	// needFrom names who set need: --need or the config file.
+	needFrom string
 	// sups are the shmdoctor.io/ignore annotations by position: an object's annotation
 	// covers the containers of every pod spec it holds.
 	sups map[Pos]*suppressor
@@ -476,7 +478,7 @@ func (r *k8sResolver) plans(obj k8sObject, group string, spec *yaml.Node, cs []p
 			plan.Need, plan.NeedFrom = ptr(*need), needFrom
 		}
 		if r.need != nil {
-			plan.Need, plan.NeedFrom = ptr(*r.need), "--need"
+			plan.Need, plan.NeedFrom = ptr(*r.need), r.needFrom
 		}
 		r.volume(plan, c.node, volumes)
 		r.predict(plan)

@@ -35,6 +35,7 @@ type Options struct {
 	StrictEnv   bool     // unset variables and missing env files are errors, as in docker compose
 	Stdin       io.Reader
 	Need        *int64 // --need, for every service
+	NeedFrom    string // who set Need, as reports name it; default --need
 }
 
 // Project is one loaded compose project: the compose-go model, the source index, and what
@@ -59,6 +60,14 @@ type Project struct {
 type LoadError struct {
 	Pos
 	Msg string
+}
+
+// needFrom names who set Need.
+func (o Options) needFrom() string {
+	if o.NeedFrom == "" {
+		return "--need"
+	}
+	return o.NeedFrom
 }
 
 // DisplayDir is the project folder as reports show it: relative to the working folder when
@@ -96,7 +105,7 @@ func Load(ctx context.Context, opts Options) []*Project {
 		}
 		p := loadOne(ctx, t, opts)
 		if p.Compose != nil {
-			Resolve(p, opts.Need)
+			Resolve(p, opts.Need, opts.needFrom())
 			p.resolveDirectives()
 		}
 		out = append(out, p)

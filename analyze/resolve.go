@@ -14,9 +14,9 @@ import (
 const ShmKey = "shm_size"
 
 // Resolve derives one ShmPlan per service of a loaded project, sorted by service name.
-// need, when set, is the --need for every service. Located errors in the doctor's own
+// need, when set, is the need of every service (--need), and from names who set it. Located errors in the doctor's own
 // inputs (x-shmdoctor, ipc chains) are added to p.Errors; the plans are still made.
-func Resolve(p *Project, need *int64) {
+func Resolve(p *Project, need *int64, from string) {
 	names := make([]string, 0, len(p.Compose.Services))
 	for n := range p.Compose.Services {
 		names = append(names, n)
@@ -27,7 +27,7 @@ func Resolve(p *Project, need *int64) {
 		s := p.Compose.Services[n]
 		plan := p.plan(&s)
 		if need != nil {
-			plan.Need, plan.NeedFrom = ptr(*need), "--need"
+			plan.Need, plan.NeedFrom = ptr(*need), from
 		}
 		byName[n] = plan
 		p.Plans = append(p.Plans, plan)

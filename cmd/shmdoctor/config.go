@@ -44,6 +44,8 @@ func (f *checkFlags) loadConfig(fs *pflag.FlagSet) (*analyze.ConfigFile, error) 
 	set("policy", string(c.Policy), &f.policy)
 	set("target", string(c.Target), &f.target)
 	set("fail-on", c.FailOn, &f.failOn)
-	set("need", c.Need, &f.need)
+	if c.Need != "" && !fs.Changed("need") {
+		f.need, f.load.NeedFrom = c.Need, "need in "+c.Path
+	}
 	return c, nil
 }

@@ -82,6 +82,13 @@ func TestConfigFile(t *testing.T) {
 		if !strings.Contains(out, `"rule": "SHM040"`) || !strings.Contains(out, `"need_bytes": 4294967296`) {
 			t.Errorf("target swarm and need 4g not applied:\n%s", out)
 		}
+		if !strings.Contains(out, `"need_from": "need in `) || !strings.Contains(out, `swarm.shmdoctor.yaml"`) {
+			t.Errorf("the need is not said to come from the config file:\n%s", out)
+		}
+		_, out, _ = shmdoctor(t, "", "--probe", "never", "--format", "json", "--need", "1g", "--config", filepath.Join(dir, "swarm.shmdoctor.yaml"))
+		if !strings.Contains(out, `"need_from": "--need"`) || !strings.Contains(out, `"need_bytes": 1073741824`) {
+			t.Errorf("--need does not win over the config file:\n%s", out)
+		}
 	})
 	t.Run("ignore-paths", func(t *testing.T) {
 		t.Chdir(dir)
