@@ -8,7 +8,9 @@ import (
 	"errors"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -407,5 +409,56 @@ func TestHost(t *testing.T) {
 	}
 	if err := h.CanGive(1 << 50); err == nil {
 		t.Error("CanGive(1PiB): want an error")
+	}
+}
+
+// TestProgress follows the events of a run: every service goes waiting, starting, measuring,
+// writing (bytes never going back within a mode, never past the target), done, in that
+// order, and nothing is reported after done; a donor kept up for its joiner reports too.
+// The agent's output is followed from its start, so even a quick write reports once.
+func TestProgress(t *testing.T) {
+	t.Parallel()
+	o := testOptions(t)
+	var mu sync.Mutex
+	events := map[string][]Event{}
+	o.Progress = func(e Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		events[e.Service] = append(events[e.Service], e)
+	}
+	run(t, o,
+		&analyze.ShmPlan{Service: "loader", Source: analyze.SourcePrivate, Configured: i64(gib), Predicted: i64(gib), Need: i64(gib), NeedFrom: "test"},
+		&analyze.ShmPlan{Service: "donor", IPC: "shareable", Source: analyze.SourceShareable, Configured: i64(512 * mib), Predicted: i64(512 * mib), Need: i64(512 * mib), NeedFrom: "test"},
+		&analyze.ShmPlan{Service: "joiner", IPC: "service:donor", Source: analyze.SourceService, Donor: "donor", Via: []string{"donor"}, Predicted: i64(512 * mib)},
+	)
+	order := []Stage{StageWaiting, StageStarting, StageMeasuring, StageWriting, StageDone}
+	for _, service := range []string{"loader", "donor", "joiner"} {
+		es := events[service]
+		var stages []Stage
+		var mode string
+		var written int64
+		for i, e := range es {
+			if len(stages) == 0 || stages[len(stages)-1] != e.Stage {
+				stages = append(stages, e.Stage)
+			}
+			switch e.Stage {
+			case StageWriting:
+				w := e.Write
+				if w.Mode != mode {
+					mode, written = w.Mode, 0
+				}
+				if w.WrittenBytes < written || w.WrittenBytes > w.TargetBytes {
+					t.Errorf("%s: event %d wrote %d after %d, target %d", service, i, w.WrittenBytes, written, w.TargetBytes)
+				}
+				written = w.WrittenBytes
+			case StageDone:
+				if e.Measurement == nil || i != len(es)-1 {
+					t.Errorf("%s: done at event %d of %d, measurement %v", service, i, len(es), e.Measurement)
+				}
+			}
+		}
+		if !slices.Equal(stages, order) {
+			t.Errorf("%s: stages %v, want %v", service, stages, order)
+		}
 	}
 }

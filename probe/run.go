@@ -74,7 +74,8 @@ type Stage string
 const (
 	StageWaiting   Stage = "waiting"   // for a free slot (Parallel) or for its IPC donor
 	StageStarting  Stage = "starting"  // creating and starting the container
-	StageMeasuring Stage = "measuring" // the agent measures and runs the write probe
+	StageMeasuring Stage = "measuring" // the agent measures /dev/shm
+	StageWriting   Stage = "writing"   // the write probe runs: Event.Write says how far
 	StageDone      Stage = "done"      // the Measurement is final
 )
 
@@ -84,6 +85,9 @@ type Event struct {
 	Stage   Stage
 	// Measurement is the service's result, set at StageDone.
 	Measurement *analyze.Measurement
+	// Write is how far the write probe has got, set at StageWriting: its mode, target and
+	// the bytes written so far.
+	Write *analyze.Write
 }
 
 // progress reports an event when the caller asked for progress.
@@ -460,6 +464,7 @@ func (r *runner) measure(n *node) string {
 	if n.hold {
 		r.measureHeld(n, id)
 	} else {
+		defer r.followWrite(n, id)()
 		r.measureExited(n, id)
 	}
 	return id
@@ -527,6 +532,63 @@ func (r *runner) runFailed(n *node, what string, err error) {
 	}
 }
 
+// progressEvery is the least time between two reports of the write probe's progress.
+const progressEvery = 100 * time.Millisecond
+
+// writeProgress turns the agent's progress lines into StageWriting events, at most one per
+// progressEvery; add returns what out.add returns.
+type writeProgress struct {
+	r    *runner
+	n    *node
+	out  AgentOutput
+	last time.Time
+}
+
+func (w *writeProgress) add(line []byte) bool {
+	done := w.out.add(line)
+	o := &w.out
+	if w.r.o.Progress != nil && o.ProgressMode != "" && !done && time.Since(w.last) >= progressEvery {
+		w.last = time.Now()
+		w.r.o.Progress(Event{Service: w.n.plan.Service, Stage: StageWriting,
+			Write: &analyze.Write{Mode: o.ProgressMode, TargetBytes: o.ProgressTarget, WrittenBytes: o.ProgressBytes}})
+	}
+	return done
+}
+
+// followWrite follows the agent's output while it runs, only when the caller asked for
+// progress, and reports how far the write probe has got; measureExited still reads the
+// whole output once the agent is done. It returns the function that stops following.
+func (r *runner) followWrite(n *node, id string) (stop func()) {
+	if r.o.Progress == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(r.ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rc, err := r.c.ContainerLogs(ctx, id, client.ContainerLogsOptions{ShowStdout: true, Follow: true})
+		if err != nil {
+			return // progress is a courtesy: the measurement does not depend on it
+		}
+		defer rc.Close()
+		pr, pw := io.Pipe()
+		go func() {
+			_, err := stdcopy.StdCopy(pw, io.Discard, rc)
+			pw.CloseWithError(err)
+		}()
+		defer pr.Close()
+		w := &writeProgress{r: r, n: n}
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 4<<20)
+		for sc.Scan() && !w.add(sc.Bytes()) {
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
 // measureExited waits for the agent to finish, then reads its state and output.
 func (r *runner) measureExited(n *node, id string) {
 	ctx := r.ctx
@@ -576,11 +638,12 @@ func (r *runner) measureHeld(n *node, id string) {
 		_, err := stdcopy.StdCopy(pw, &stderr, rc)
 		pw.CloseWithError(err)
 	}()
-	out := &AgentOutput{}
+	w := &writeProgress{r: r, n: n}
+	out := &w.out
 	sc := bufio.NewScanner(pr)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	for sc.Scan() {
-		if out.add(sc.Bytes()) {
+		if w.add(sc.Bytes()) {
 			break
 		}
 	}

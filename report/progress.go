@@ -30,6 +30,7 @@ type Progress struct {
 type progressLine struct {
 	stage probe.Stage
 	since time.Time
+	write *analyze.Write // how far the write probe has got
 	m     *probeResult
 }
 
@@ -58,9 +59,14 @@ func (p *Progress) Update(e probe.Event) {
 	if !ok || p.stopped {
 		return
 	}
-	l.stage, l.since = e.Stage, p.now()
-	if e.Stage == probe.StageDone {
+	if e.Stage != l.stage {
+		l.stage, l.since = e.Stage, p.now()
+	}
+	switch e.Stage {
+	case probe.StageDone:
 		l.m = result(e)
+	case probe.StageWriting:
+		l.write = e.Write
 	}
 	p.draw()
 }
@@ -130,8 +136,12 @@ func (p *Progress) line(service string, l *progressLine) string {
 	case probe.StageWaiting:
 		return fmt.Sprintf("  %s  %s", name, p.pal.Dim.Render("waiting"))
 	}
-	elapsed := p.now().Sub(l.since).Truncate(100 * time.Millisecond)
-	return fmt.Sprintf("  %s  %s %s", name, l.stage, p.pal.Dim.Render(fmt.Sprintf("%.1fs", elapsed.Seconds())))
+	elapsed := p.pal.Dim.Render(fmt.Sprintf("%.1fs", p.now().Sub(l.since).Truncate(100*time.Millisecond).Seconds()))
+	if l.stage == probe.StageWriting && l.write != nil {
+		w := l.write
+		return fmt.Sprintf("  %s  writing %s of %s (%s) %s", name, analyze.FormatSize(w.WrittenBytes), analyze.FormatSize(w.TargetBytes), w.Mode, elapsed)
+	}
+	return fmt.Sprintf("  %s  %s %s", name, l.stage, elapsed)
 }
 
 // result summarizes a finished measurement in the words of the service table.

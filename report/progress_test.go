@@ -29,6 +29,14 @@ func TestProgress(t *testing.T) {
 	if got := screen(); got != want {
 		t.Fatalf("screen:\n%s\nwant:\n%s", got, want)
 	}
+	// The write probe's progress updates the line; its clock runs from the first report.
+	p.Update(probe.Event{Service: "trainer", Stage: probe.StageWriting, Write: &analyze.Write{Mode: "write", TargetBytes: 8 << 30, WrittenBytes: 1 << 30}})
+	clock = clock.Add(time.Second)
+	p.Update(probe.Event{Service: "trainer", Stage: probe.StageWriting, Write: &analyze.Write{Mode: "write", TargetBytes: 8 << 30, WrittenBytes: 3 << 30}})
+	want = "  trainer  writing 3 GiB of 8 GiB (write) 1.0s\n  db       waiting"
+	if got := screen(); got != want {
+		t.Fatalf("screen:\n%s\nwant:\n%s", got, want)
+	}
 
 	size := int64(64 << 20)
 	p.Update(probe.Event{Service: "trainer", Stage: probe.StageDone, Measurement: &analyze.Measurement{

@@ -212,7 +212,9 @@ func TestProbeProgress(t *testing.T) {
 		t.Fatalf("script (util-linux) is needed to give the doctor a terminal: %v", err)
 	}
 	dir := t.TempDir()
-	stack := "name: probe-progress\nservices:\n  small:\n    image: alpine\n  sized:\n    image: alpine\n    shm_size: 96m\n"
+	// big writes 1 GiB (write(2), then mmap): long enough for its progress to be drawn.
+	stack := "name: probe-progress\nservices:\n  small:\n    image: alpine\n  sized:\n    image: alpine\n    shm_size: 96m\n" +
+		"  big:\n    image: alpine\n    shm_size: 1g\n    x-shmdoctor: {need: 1g}\n"
 	if err := os.WriteFile(filepath.Join(dir, "compose.yaml"), []byte(stack), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -226,16 +228,16 @@ func TestProbeProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"probing probe-progress", "small", "sized", "waiting", "measuring", "96 MiB  write ok"} {
+	for _, want := range []string{"probing probe-progress", "small", "sized", "waiting", "measuring", "96 MiB  write ok", " of 1 GiB (write) ", " of 1 GiB (mmap) "} {
 		if !bytes.Contains(raw, []byte(want)) {
 			t.Errorf("the terminal never showed %q:\n%q", want, raw)
 		}
 	}
 	screen := strings.Join(testutil.Screen(string(raw)), "\n")
-	if strings.Contains(screen, "probing") || strings.Contains(screen, "measuring") || strings.Contains(screen, "write ok") {
+	if strings.Contains(screen, "probing") || strings.Contains(screen, "measuring") || strings.Contains(screen, "writing") || strings.Contains(screen, "write ok") {
 		t.Errorf("progress left on screen:\n%s", screen)
 	}
-	if !strings.Contains(screen, "no findings in 1 project, 2 services") {
+	if !strings.Contains(screen, "no findings in 1 project, 3 services") {
 		t.Errorf("no report on screen:\n%s", screen)
 	}
 	if left := probeContainers(t, "probe-progress"); len(left) > 0 {

@@ -383,7 +383,9 @@ func TestWatch(t *testing.T) {
 		code, out, errs := doctor(t, nil, "watch", "--format", "json", "--interval", "100ms", "--duration", "2s", "-p", project, dir)
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		var last analyze.WatchSummary
-		if code != exitClean || json.Unmarshal([]byte(lines[len(lines)-1]), &last) != nil || last.Type != "summary" || last.Interrupted || len(lines) < 10 {
+		// How many samples fit in 2s depends on the machine's load (a df exec per sample for
+		// pidshare): at least one, then the summary, which --duration ends after 2s.
+		if code != exitClean || json.Unmarshal([]byte(lines[len(lines)-1]), &last) != nil || last.Type != "summary" || last.Interrupted || len(lines) < 2 || last.Seconds < 2 {
 			t.Errorf("exit %d, %d lines, last %q: %s", code, len(lines), lines[len(lines)-1], errs)
 		}
 		if left := watchCompanions(t, project); len(left) > 0 {
