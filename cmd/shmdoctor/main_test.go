@@ -113,6 +113,8 @@ func TestExitCodes(t *testing.T) {
 		{"watch unknown method", []string{"watch", "--method", "guess", "testdata/demo"}, exitUsage},
 		{"watch two paths", []string{"watch", "testdata/demo", "testdata/rules/silent"}, exitUsage},
 		{"watch missing project", []string{"watch", "testdata/nope"}, exitUsage},
+		// The daemon answers (here and in CI) but no container of this project runs.
+		{"watch nothing ran", []string{"watch", "--duration", "1s", "-p", "shmdoctor-exit-codes-none", "testdata/rules/silent"}, exitFindings},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
