@@ -359,9 +359,13 @@ func TestTextFlags(t *testing.T) {
 	if !strings.Contains(colored, "\x1b[") {
 		t.Error("--color always printed no escape codes")
 	}
-	_, plain, _ := shmdoctor(t, "", "--probe", "never", "testdata/demo")
-	if strings.Contains(plain, "\x1b[") {
-		t.Error("escape codes without a terminal")
+	// Without NO_COLOR, which shmdoctor() sets: only the missing terminal keeps colour off.
+	t.Setenv("NO_COLOR", "")
+	t.Setenv("TERM", "xterm-256color")
+	var plain, errb bytes.Buffer
+	run(context.Background(), []string{"--probe", "never", "testdata/demo"}, strings.NewReader(""), &plain, &errb)
+	if strings.Contains(plain.String(), "\x1b[") || !strings.Contains(plain.String(), "SHM001") {
+		t.Errorf("escape codes without a terminal, or no report:\n%s", plain.String())
 	}
 }
 
