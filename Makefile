@@ -38,11 +38,11 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./analyze
 	$(GO) test -run '^$$' -fuzz '^FuzzResolve$$' -fuzztime $(FUZZTIME) ./analyze
 
-# Static analysis against docker compose config, then the probe against docker run and dd.
 # docs/rules/*.md are generated from the rule registry; TestRuleDocs fails when they are stale.
 docs:
 	$(GO) test -count=1 -run '^TestRuleDocs$$' ./analyze -update-docs
 
+# Static analysis against docker compose config, then the probe against docker run and dd.
 bench:
 	./scripts/bench.sh
 	./scripts/bench-probe.sh

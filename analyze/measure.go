@@ -38,7 +38,7 @@ const (
 
 // Write is the result of the bounded write probe.
 type Write struct {
-	Mode         string       `json:"mode,omitempty"` // "write" or "mmap"
+	Mode         string       `json:"mode,omitempty"` // "write", "mmap", or "write+mmap" when both reached the target
 	TargetBytes  int64        `json:"target_bytes"`
 	WrittenBytes int64        `json:"written_bytes"`
 	Outcome      WriteOutcome `json:"outcome"`

@@ -112,6 +112,39 @@ func TestAgentWatch(t *testing.T) {
 	}
 }
 
+// holdingAgent starts the test agent in a container that holds its /dev/shm for 60s, with
+// these labels and host settings, and removes it when the test ends.
+func holdingAgent(t *testing.T, c *client.Client, labels map[string]string, hc *container.HostConfig) string {
+	t.Helper()
+	ctx := context.Background()
+	image, err := Image(ctx, c, testAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Config:     &container.Config{Image: image, Cmd: []string{"--target", "0", "--hold", "60s"}, Labels: labels},
+		HostConfig: hc,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = c.ContainerRemove(context.Background(), res.ID, client.ContainerRemoveOptions{Force: true})
+	})
+	if _, err := c.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return res.ID
+}
+
+// replicaLabels are the labels of replica number of service app in a compose project.
+func replicaLabels(project string, number int) map[string]string {
+	return map[string]string{
+		LabelProbe: "watch", LabelProject: project,
+		ComposeProjectLabel: project, ComposeServiceLabel: "app", ComposeNumberLabel: fmt.Sprint(number), ComposeOneoffLabel: "False",
+	}
+}
+
 // TestWatchStatsShmem asks the real engine for a container's stats: a cgroup v2 engine
 // reports shmem, a cgroup v1 engine (Docker's conversion of v1 stats keeps a fixed set of
 // keys) does not, and watch must then read /dev/shm another way.
@@ -119,26 +152,12 @@ func TestWatchStatsShmem(t *testing.T) {
 	o := testOptions(t)
 	c := daemon(t)
 	ctx := context.Background()
-	image, err := Image(ctx, c, testAgent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{
-		Config:     &container.Config{Image: image, Cmd: []string{"--target", "0", "--hold", "60s"}, Labels: map[string]string{LabelProbe: "stats", LabelProject: o.Project}},
-		HostConfig: &container.HostConfig{NetworkMode: "none"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.ContainerRemove(ctx, res.ID, client.ContainerRemoveOptions{Force: true})
-	if _, err := c.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	id := holdingAgent(t, c, map[string]string{LabelProbe: "stats", LabelProject: o.Project}, &container.HostConfig{NetworkMode: "none"})
 	info, err := c.Info(ctx, client.InfoOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, ok, err := containerShmem(ctx, c, res.ID)
+	n, ok, err := containerShmem(ctx, c, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,10 +173,6 @@ func TestWatchFollows(t *testing.T) {
 	o := testOptions(t)
 	c := daemon(t)
 	ctx := context.Background()
-	image, err := Image(ctx, c, testAgent)
-	if err != nil {
-		t.Fatal(err)
-	}
 	project := o.Project
 	var ids []string
 	for i, ipc := range []string{"shareable", ""} {
@@ -165,23 +180,7 @@ func TestWatchFollows(t *testing.T) {
 		if ipc == "" {
 			hc.IpcMode = container.IpcMode("container:" + ids[0])
 		}
-		res, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{
-			Config: &container.Config{Image: image, Cmd: []string{"--target", "0", "--hold", "60s"}, Labels: map[string]string{
-				LabelProbe: "watch", LabelProject: project,
-				ComposeProjectLabel: project, ComposeServiceLabel: "app", ComposeNumberLabel: fmt.Sprint(i + 1), ComposeOneoffLabel: "False",
-			}},
-			HostConfig: hc,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, res.ID)
-		t.Cleanup(func() {
-			_, _ = c.ContainerRemove(context.Background(), res.ID, client.ContainerRemoveOptions{Force: true})
-		})
-		if _, err := c.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		ids = append(ids, holdingAgent(t, c, replicaLabels(project, i+1), hc))
 	}
 	samples := 0
 	cs, err := Watch(ctx, c, WatchOptions{Project: project, Interval: 100 * time.Millisecond, Duration: 3 * time.Second, Binary: testAgent,
@@ -230,30 +229,13 @@ func TestWatchStatsFallback(t *testing.T) {
 	o := testOptions(t)
 	c := daemon(t)
 	ctx := context.Background()
-	image, err := Image(ctx, c, testAgent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{
-		Config: &container.Config{Image: image, Cmd: []string{"--target", "0", "--hold", "60s"}, Labels: map[string]string{
-			LabelProbe: "watch", LabelProject: o.Project,
-			ComposeProjectLabel: o.Project, ComposeServiceLabel: "app", ComposeNumberLabel: "1", ComposeOneoffLabel: "False",
-		}},
-		HostConfig: &container.HostConfig{NetworkMode: "none"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.ContainerRemove(ctx, res.ID, client.ContainerRemoveOptions{Force: true})
-	if _, err := c.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	id := holdingAgent(t, c, replicaLabels(o.Project, 1), &container.HostConfig{NetworkMode: "none"})
 	wctx, cancel := context.WithCancel(ctx)
 	go func() {
 		// Ends the watch once the companion runs and has had time for its first reading,
 		// which it writes at once; or after 30s when no companion comes.
 		defer cancel()
-		f := make(client.Filters).Add("label", LabelWatch+"="+res.ID).Add("status", "running")
+		f := make(client.Filters).Add("label", LabelWatch+"="+id).Add("status", "running")
 		for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 			if list, err := c.ContainerList(ctx, client.ContainerListOptions{Filters: f}); err == nil && len(list.Items) > 0 {
 				time.Sleep(time.Second)

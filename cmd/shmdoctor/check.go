@@ -24,7 +24,7 @@ Usage:
   shmdoctor --fix --write         apply it to the files
   shmdoctor rules                 list the rules
   shmdoctor explain SHM001        print a rule's documentation
-  shmdoctor host [--need 8g]     describe the Docker host for onboarding scripts
+  shmdoctor host [--need 8g]      describe the Docker host for onboarding scripts
   shmdoctor probe --clean         remove probe images and leftover probe containers
   shmdoctor watch [PATH]          size shm_size from what the running stack really uses
   shmdoctor version

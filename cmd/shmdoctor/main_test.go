@@ -113,6 +113,8 @@ func TestExitCodes(t *testing.T) {
 		{"watch unknown method", []string{"watch", "--method", "guess", "testdata/demo"}, exitUsage},
 		{"watch two paths", []string{"watch", "testdata/demo", "testdata/rules/silent"}, exitUsage},
 		{"watch missing project", []string{"watch", "testdata/nope"}, exitUsage},
+		// The daemon answers (here and in CI) but no container of this project runs.
+		{"watch nothing ran", []string{"watch", "--duration", "1s", "-p", "shmdoctor-exit-codes-none", "testdata/rules/silent"}, exitFindings},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -357,9 +359,13 @@ func TestTextFlags(t *testing.T) {
 	if !strings.Contains(colored, "\x1b[") {
 		t.Error("--color always printed no escape codes")
 	}
-	_, plain, _ := shmdoctor(t, "", "--probe", "never", "testdata/demo")
-	if strings.Contains(plain, "\x1b[") {
-		t.Error("escape codes without a terminal")
+	// Without NO_COLOR, which shmdoctor() sets: only the missing terminal keeps colour off.
+	t.Setenv("NO_COLOR", "")
+	t.Setenv("TERM", "xterm-256color")
+	var plain, errb bytes.Buffer
+	run(context.Background(), []string{"--probe", "never", "testdata/demo"}, strings.NewReader(""), &plain, &errb)
+	if strings.Contains(plain.String(), "\x1b[") || !strings.Contains(plain.String(), "SHM001") {
+		t.Errorf("escape codes without a terminal, or no report:\n%s", plain.String())
 	}
 }
 
