@@ -15,15 +15,15 @@ import (
 // block in place. It is for terminals only: the caller never creates one for a log or a
 // pipe, so CI output holds none of it. Its methods are safe from several goroutines.
 type Progress struct {
-	w     io.Writer
+	title string
 	pal   palette
-	width int
+	width int // of the service names
 	now   func() time.Time
 
 	mu      sync.Mutex
+	block   liveBlock
 	order   []string
 	lines   map[string]*progressLine
-	drawn   int // lines on screen now
 	stopped bool
 }
 
@@ -37,9 +37,11 @@ type progressLine struct {
 // probeResult is what a finished line shows.
 type probeResult struct{ size, write, problem string }
 
-// NewProgress returns a Progress writing to w (a terminal), with services in this order.
-func NewProgress(w io.Writer, color bool, services []string) *Progress {
-	p := &Progress{w: w, pal: newPalette(color), now: time.Now, lines: map[string]*progressLine{}}
+// NewProgress returns a Progress writing to w (a terminal): a title line, then the services
+// in this order.
+func NewProgress(w io.Writer, color bool, title string, services []string) *Progress {
+	p := &Progress{title: title, pal: newPalette(color), now: time.Now, lines: map[string]*progressLine{},
+		block: newLiveBlock(w, "  … %d more services")}
 	for _, s := range services {
 		if _, ok := p.lines[s]; !ok {
 			p.order = append(p.order, s)
@@ -100,25 +102,17 @@ func (p *Progress) Run(stop <-chan struct{}, interval time.Duration) {
 func (p *Progress) Clear() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.drawn > 0 {
-		fmt.Fprintf(p.w, "\x1b[%dA\r\x1b[J", p.drawn)
-	}
-	p.drawn, p.stopped = 0, true
+	_ = p.block.clear() // a terminal that cannot be written to has nothing to clear
+	p.stopped = true
 }
 
-// draw moves the cursor to the block's first line and rewrites every line.
+// draw rewrites the whole block: the title, then a line per service.
 func (p *Progress) draw() {
-	var b strings.Builder
-	if p.drawn > 0 {
-		fmt.Fprintf(&b, "\x1b[%dA", p.drawn)
-	}
+	lines := []string{p.title}
 	for _, s := range p.order {
-		b.WriteString("\r\x1b[2K")
-		b.WriteString(p.line(s, p.lines[s]))
-		b.WriteByte('\n')
+		lines = append(lines, p.line(s, p.lines[s]))
 	}
-	p.drawn = len(p.order)
-	io.WriteString(p.w, b.String())
+	_ = p.block.draw(lines) // progress is a courtesy: the report says what matters
 }
 
 func (p *Progress) line(service string, l *progressLine) string {

@@ -16,7 +16,7 @@ import (
 func TestProgress(t *testing.T) {
 	var out bytes.Buffer
 	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	p := NewProgress(&out, false, []string{"trainer", "db", "trainer"})
+	p := NewProgress(&out, false, "probing llm", []string{"trainer", "db", "trainer"})
 	p.now = func() time.Time { return clock }
 	screen := func() string { return strings.Join(testutil.Screen(out.String()), "\n") }
 
@@ -25,7 +25,7 @@ func TestProgress(t *testing.T) {
 	p.Update(probe.Event{Service: "trainer", Stage: probe.StageMeasuring})
 	clock = clock.Add(2500 * time.Millisecond)
 	p.Tick()
-	want := "  trainer  measuring 2.5s\n  db       waiting"
+	want := "probing llm\n  trainer  measuring 2.5s\n  db       waiting"
 	if got := screen(); got != want {
 		t.Fatalf("screen:\n%s\nwant:\n%s", got, want)
 	}
@@ -33,7 +33,7 @@ func TestProgress(t *testing.T) {
 	p.Update(probe.Event{Service: "trainer", Stage: probe.StageWriting, Write: &analyze.Write{Mode: "write", TargetBytes: 8 << 30, WrittenBytes: 1 << 30}})
 	clock = clock.Add(time.Second)
 	p.Update(probe.Event{Service: "trainer", Stage: probe.StageWriting, Write: &analyze.Write{Mode: "write", TargetBytes: 8 << 30, WrittenBytes: 3 << 30}})
-	want = "  trainer  writing 3 GiB of 8 GiB (write) 1.0s\n  db       waiting"
+	want = "probing llm\n  trainer  writing 3 GiB of 8 GiB (write) 1.0s\n  db       waiting"
 	if got := screen(); got != want {
 		t.Fatalf("screen:\n%s\nwant:\n%s", got, want)
 	}
@@ -45,7 +45,7 @@ func TestProgress(t *testing.T) {
 	}})
 	p.Update(probe.Event{Service: "db", Stage: probe.StageDone, Measurement: &analyze.Measurement{CreateError: "conflicting options"}})
 	p.Update(probe.Event{Service: "unknown", Stage: probe.StageStarting})
-	want = "  trainer  64 MiB  write enospc 64 MiB\n  db       docker refused the container"
+	want = "probing llm\n  trainer  64 MiB  write enospc 64 MiB\n  db       docker refused the container"
 	if got := screen(); got != want {
 		t.Fatalf("screen:\n%s\nwant:\n%s", got, want)
 	}
@@ -54,5 +54,20 @@ func TestProgress(t *testing.T) {
 	p.Update(probe.Event{Service: "db", Stage: probe.StageMeasuring})
 	if got := screen(); got != "" {
 		t.Fatalf("screen after Clear:\n%s", got)
+	}
+}
+
+// TestProgressNarrow: on a terminal smaller than the block, lines are cut to its width and
+// the services that do not fit are counted, so that redrawing never leaves lines behind.
+func TestProgressNarrow(t *testing.T) {
+	var out bytes.Buffer
+	p := NewProgress(&out, false, "probing a-long-project-name", []string{"trainer", "db", "cache", "web"})
+	p.block.size = func() (int, int) { return 20, 4 }
+	p.Update(probe.Event{Service: "trainer", Stage: probe.StageMeasuring})
+	p.Update(probe.Event{Service: "db", Stage: probe.StageMeasuring})
+	got := strings.Join(testutil.Screen(out.String()), "\n")
+	want := "probing a-long-proj…\n  trainer  measurin…\n  … 3 more services"
+	if got != want {
+		t.Fatalf("screen:\n%s\nwant:\n%s", got, want)
 	}
 }

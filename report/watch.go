@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"charm.land/lipgloss/v2"
-	"github.com/charmbracelet/x/ansi"
-	"github.com/charmbracelet/x/term"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
 )
@@ -21,70 +19,22 @@ const barWidth = 20
 // LiveView redraws the lines of `shmdoctor watch` in place on a terminal: one line per
 // service with its /dev/shm size, current use, peak, a bar and the memory limit headroom.
 type LiveView struct {
-	w     io.Writer
-	pal   palette
-	lines int // lines drawn last time, to move back over
-	// size is the terminal's width and height, read at every drawing (it may be resized);
-	// 0 when unknown.
-	size func() (width, height int)
+	liveBlock
+	pal palette
 }
 
 // NewLiveView draws on w, which must be a terminal.
 func NewLiveView(w io.Writer, color bool) *LiveView {
-	v := &LiveView{w: w, pal: newPalette(color), size: func() (int, int) { return 0, 0 }}
-	if f, ok := w.(interface{ Fd() uintptr }); ok {
-		v.size = func() (int, int) {
-			width, height, err := term.GetSize(f.Fd())
-			if err != nil {
-				return 0, 0
-			}
-			return width, height
-		}
-	}
-	return v
+	return &LiveView{liveBlock: newLiveBlock(w, "  … %d more lines: enlarge the terminal, or use --format json"), pal: newPalette(color)}
 }
 
 // Draw replaces the previous drawing with the state of s.
 func (v *LiveView) Draw(s analyze.WatchSample, started time.Time, interval time.Duration) error {
-	var b strings.Builder
-	if v.lines > 0 {
-		fmt.Fprintf(&b, "\x1b[%dF\x1b[J", v.lines) // back to the first line, clear below
-	}
-	width, height := v.size()
-	lines := fitTerminal(liveLines(s, started, interval, v.pal), width, height)
-	for _, l := range lines {
-		b.WriteString(l + "\n")
-	}
-	v.lines = len(lines)
-	_, err := io.WriteString(v.w, b.String())
-	return err
+	return v.draw(liveLines(s, started, interval, v.pal))
 }
 
 // Clear erases the drawing, so that the summary takes its place.
-func (v *LiveView) Clear() error {
-	if v.lines == 0 {
-		return nil
-	}
-	_, err := fmt.Fprintf(v.w, "\x1b[%dF\x1b[J", v.lines)
-	v.lines = 0
-	return err
-}
-
-// fitTerminal cuts lines to the terminal: the drawing is moved back over by counting
-// lines, so a line the terminal wraps, or a line scrolled off its top, would leave the
-// previous drawing behind at every sample. A width or height of 0 is unknown.
-func fitTerminal(lines []string, width, height int) []string {
-	if height > 1 && len(lines) > height-1 {
-		more := len(lines) - (height - 2)
-		lines = append(lines[:height-2:height-2], fmt.Sprintf("  … %d more lines: enlarge the terminal, or use --format json", more))
-	}
-	if width > 0 {
-		for i, l := range lines {
-			lines[i] = ansi.Truncate(l, width, "…")
-		}
-	}
-	return lines
-}
+func (v *LiveView) Clear() error { return v.clear() }
 
 // liveLines are the lines of the live view, without the terminal's control sequences.
 func liveLines(s analyze.WatchSample, started time.Time, interval time.Duration, pal palette) []string {

@@ -85,13 +85,11 @@ func showProgress(f *checkFlags, opts *probe.Options, rp *report.Project, plans 
 	for i, p := range plans {
 		services[i] = p.Service
 	}
-	fmt.Fprintf(stderr, "probing %s\n", rp.Name)
-	pr := report.NewProgress(stderr, useColor(f.color, stderr), services)
+	pr := report.NewProgress(stderr, useColor(f.color, stderr), "probing "+rp.Name, services)
 	opts.Progress = pr.Update
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		pr.Run(stop, progressEvery)
-		fmt.Fprint(stderr, "\x1b[1A\r\x1b[2K") // the "probing" line too
 		close(done)
 	}()
 	return func() {

@@ -7,7 +7,8 @@ import (
 
 // Screen replays what a program wrote to a terminal and returns the lines left on screen,
 // trailing blanks trimmed. It knows the few sequences the doctor's in-place output uses:
-// carriage return, newline, cursor up (ESC[nA), erase line (ESC[2K), erase below (ESC[J);
+// carriage return, newline, cursor up (ESC[nA), to the start of a previous line (ESC[nF),
+// erase line (ESC[2K), erase below (ESC[J);
 // styles (ESC[...m) are dropped.
 func Screen(raw string) []string {
 	var lines [][]rune
@@ -44,6 +45,12 @@ func Screen(raw string) []string {
 					n = 1
 				}
 				row = max(0, row-n)
+			case 'F':
+				n, err := strconv.Atoi(arg)
+				if err != nil {
+					n = 1
+				}
+				row, col = max(0, row-n), 0
 			case 'K':
 				grow()
 				lines[row] = nil
