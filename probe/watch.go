@@ -145,29 +145,27 @@ const agentTries = 3
 
 // chooseMethod settles the preferred method: stats only where the engine reports shmem.
 func (w *watcher) chooseMethod(ctx context.Context) error {
-	switch m := analyze.WatchMethod(w.o.Method); m {
-	case "", "auto":
-		info, err := w.c.Info(ctx, client.InfoOptions{})
-		if err != nil {
-			return fmt.Errorf("reading daemon info: %s", reason(err))
-		}
-		w.method = analyze.WatchAgent
-		if info.Info.CgroupVersion == "2" {
-			w.method = analyze.WatchStats // checked again on the first reading
-		}
-	case analyze.WatchStats:
-		info, err := w.c.Info(ctx, client.InfoOptions{})
-		if err != nil {
-			return fmt.Errorf("reading daemon info: %s", reason(err))
-		}
-		if info.Info.CgroupVersion != "2" {
-			return fmt.Errorf("the stats method needs cgroup v2: the engine at %s runs cgroup v%s, whose stats carry no shmem counter; use --method agent or df", w.c.DaemonHost(), info.Info.CgroupVersion)
-		}
-		w.method = m
+	m := analyze.WatchMethod(w.o.Method)
+	switch m {
 	case analyze.WatchAgent, analyze.WatchDf:
 		w.method = m
+		return nil
+	case "", "auto", analyze.WatchStats:
 	default:
 		return fmt.Errorf("invalid watch method %q: want auto, stats, agent or df", w.o.Method)
+	}
+	info, err := w.c.Info(ctx, client.InfoOptions{})
+	if err != nil {
+		return fmt.Errorf("reading daemon info: %s", reason(err))
+	}
+	v2 := info.Info.CgroupVersion == "2"
+	switch {
+	case m == analyze.WatchStats && !v2:
+		return fmt.Errorf("the stats method needs cgroup v2: the engine at %s runs cgroup v%s, whose stats carry no shmem counter; use --method agent or df", w.c.DaemonHost(), info.Info.CgroupVersion)
+	case v2:
+		w.method = analyze.WatchStats // checked again on the first reading
+	default:
+		w.method = analyze.WatchAgent
 	}
 	return nil
 }

@@ -251,3 +251,28 @@ func TestWatchStatsFallback(t *testing.T) {
 		t.Fatalf("%+v: want it read by the agent after the stats fell short", cs)
 	}
 }
+
+// TestWatchMethod: auto reads stats only where the engine runs cgroup v2, and asking for
+// stats of a cgroup v1 engine (this one) is an error that says what to use instead.
+func TestWatchMethod(t *testing.T) {
+	c := daemon(t)
+	for _, tc := range []struct {
+		engine Client
+		method string
+		want   analyze.WatchMethod
+		err    string
+	}{
+		{c, "auto", analyze.WatchAgent, ""},
+		{cgroupV2Engine{c}, "auto", analyze.WatchStats, ""},
+		{c, "stats", "", "needs cgroup v2"},
+		{cgroupV2Engine{c}, "stats", analyze.WatchStats, ""},
+		{c, "df", analyze.WatchDf, ""},
+		{c, "guess", "", "invalid watch method"},
+	} {
+		w := &watcher{c: tc.engine, o: WatchOptions{Method: tc.method}}
+		err := w.chooseMethod(context.Background())
+		if w.method != tc.want || (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%T %s: method %q, error %v; want %q, %q", tc.engine, tc.method, w.method, err, tc.want, tc.err)
+		}
+	}
+}
