@@ -218,16 +218,23 @@ func TestProbeProgress(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "compose.yaml"), []byte(stack), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	typescript := filepath.Join(t.TempDir(), "typescript")
-	cmd := exec.Command(script, "-qfec", buildDoctor(t)+" --probe always --color never "+dir, typescript)
-	cmd.Env = append(os.Environ(), "TERM=xterm", "NO_COLOR=")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%v: %s", err, out)
+	onTerminal := func(args string) []byte {
+		typescript := filepath.Join(t.TempDir(), "typescript")
+		cmd := exec.Command(script, "-qfec", buildDoctor(t)+" --probe always --color never "+args+" "+dir, typescript)
+		cmd.Env = append(os.Environ(), "TERM=xterm", "NO_COLOR=")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		raw, err := os.ReadFile(typescript)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw
 	}
-	raw, err := os.ReadFile(typescript)
-	if err != nil {
-		t.Fatal(err)
+	if raw := onTerminal("--quiet --write-probe off"); bytes.Contains(raw, []byte("probing")) || bytes.Contains(raw, []byte("\x1b[")) {
+		t.Errorf("--quiet drew progress on the terminal:\n%q", raw)
 	}
+	raw := onTerminal("")
 	for _, want := range []string{"probing probe-progress", "small", "sized", "waiting", "measuring", "96 MiB  write ok", " of 1 GiB (write) ", " of 1 GiB (mmap) "} {
 		if !bytes.Contains(raw, []byte(want)) {
 			t.Errorf("the terminal never showed %q:\n%q", want, raw)
