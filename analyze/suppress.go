@@ -93,6 +93,9 @@ func (s *suppressor) scope() string {
 	case s.services != nil:
 		return "of " + strings.Join(s.services, ", ")
 	}
+	if s.line == pastEnd {
+		return "below it: the file ends there"
+	}
 	return fmt.Sprintf("on line %d", s.line)
 }
 
@@ -140,11 +143,14 @@ func parseIgnore(s string) (ids []string, reason string, err error) {
 // directive is a # shmdoctor-ignore comment of a source file.
 type directive struct {
 	line, col int // the comment's
-	target    int // the line it applies to: its own, or the next one for a comment line
+	target    int // the line it applies to: its own, or the next one for a comment line; pastEnd when the file ends first
 	ids       []string
 	reason    string
 	err       error
 }
+
+// pastEnd is the target of a comment line that no line follows: it covers nothing.
+const pastEnd = -1
 
 var directiveRe = regexp.MustCompile(`^#\s*` + IgnoreDirective + `(?:\s+(.*))?$`)
 
@@ -176,6 +182,10 @@ func scanDirectives(content []byte, docs []*yaml.Node) []directive {
 		walk(d, 0)
 	}
 	lines := strings.Split(string(content), "\n")
+	last := len(lines) // the file's last line; a final newline starts no line
+	if last > 0 && lines[last-1] == "" {
+		last--
+	}
 	var out []directive
 	for i, l := range lines {
 		col := commentStart(l)
@@ -194,6 +204,9 @@ func scanDirectives(content []byte, docs []*yaml.Node) []directive {
 			d.target = i + 2
 			for j := i + 1; j < len(lines) && strings.HasPrefix(strings.TrimSpace(lines[j]), "#"); j++ {
 				d.target = j + 2
+			}
+			if d.target > last {
+				d.target = pastEnd
 			}
 		}
 		d.ids, d.reason, d.err = parseIgnore(m[1])

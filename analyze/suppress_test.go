@@ -82,6 +82,18 @@ func TestDirectivesAreComments(t *testing.T) {
 	}
 }
 
+// TestDirectiveAtEnd: a comment line that no line follows covers nothing, and SHM090 says
+// so at the comment rather than pointing past the end of the file.
+func TestDirectiveAtEnd(t *testing.T) {
+	for _, tail := range []string{"", "\n", "\n# a comment\n"} {
+		p := loadDir(t, map[string]string{"compose.yaml": "services:\n  a:\n    image: alpine\n# shmdoctor-ignore SHM010 nothing below" + tail}, Options{})
+		fs := Check(p, Config{})
+		if len(fs) != 1 || fs[0].Rule != "SHM090" || fs[0].Line != 4 || !strings.HasSuffix(fs[0].Message, "matches no finding below it: the file ends there") {
+			t.Errorf("tail %q: findings %+v", tail, fs)
+		}
+	}
+}
+
 // TestSuppressProfiles: a comment in a service that --profile leaves out is not judged.
 func TestSuppressProfiles(t *testing.T) {
 	files := map[string]string{"compose.yaml": `services:
