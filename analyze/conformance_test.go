@@ -47,10 +47,13 @@ func TestConformance(t *testing.T) {
 	fixtures, _ := filepath.Glob("../testdata/rules/*/compose.yaml")
 	files = append(files, fixtures...)
 	files = append(files, "../testdata/demo/compose.yaml")
-	dir := corpusDir(t)
-	for _, row := range corpusRows(t, dir) {
-		if row.kind == "compose" {
-			files = append(files, filepath.Join(dir, row.path))
+	floor := 20 // the fixtures alone, in a clone without the corpus
+	if dir := findCorpus(t); dir != "" {
+		floor = 40
+		for _, row := range corpusRows(t, dir) {
+			if row.kind == "compose" {
+				files = append(files, filepath.Join(dir, row.path))
+			}
 		}
 	}
 	// docker compose runs are the slow part: run them ahead, a few at a time.
@@ -118,7 +121,7 @@ func TestConformance(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d projects compared with docker compose", compared, len(files))
-	if compared < 40 {
+	if compared < floor {
 		t.Fatalf("only %d projects compared with docker compose", compared)
 	}
 }

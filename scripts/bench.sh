@@ -3,7 +3,7 @@
 #
 #  1. Go benchmarks of load + resolve + rules (analyze/bench_test.go).
 #  2. Whole-process timing of `shmdoctor --probe never --format json` against the reference
-#     `docker-compose config -q` (built by ../shared/tools/reference-compose.sh) on the same
+#     `docker-compose config -q` (built by scripts/reference-compose.sh) on the same
 #     files: the demo stack and generated stacks of 50, 100, 250 and 500 services.
 #
 # It reports and does not assert: missing the 1.2x target still exits 0. It exits non-zero
@@ -44,8 +44,7 @@ command -v go >/dev/null || die "go is not on PATH"
 command -v git >/dev/null || die "git is not on PATH"
 root=$(git -C "$(dirname "$0")" rev-parse --show-toplevel) || die "not inside the shmdoctor repository"
 cd "$root"
-refscript=$root/../shared/tools/reference-compose.sh
-[ -f "$refscript" ] || die "$refscript not found: the shared folder must sit beside the repository"
+refscript=$root/scripts/reference-compose.sh
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

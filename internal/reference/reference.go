@@ -1,6 +1,6 @@
 // Package reference gives the tests and benchmarks the real docker compose v2 the doctor is
-// held to: the binary ../shared/tools/reference-compose.sh builds from compose's Go module
-// (once; the script caches it) beside the repository.
+// held to: the binary scripts/reference-compose.sh builds from compose's Go module (once;
+// the script caches it).
 package reference
 
 import (
@@ -28,7 +28,7 @@ func Compose() (string, error) {
 			err = e
 			return
 		}
-		script := filepath.Join(root, "..", "shared", "tools", "reference-compose.sh")
+		script := filepath.Join(root, "scripts", "reference-compose.sh")
 		var out, errb bytes.Buffer
 		cmd := exec.Command("bash", script)
 		cmd.Stdout, cmd.Stderr = &out, &errb
