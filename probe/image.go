@@ -14,6 +14,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"sort"
 	"strings"
 	"sync"
@@ -82,9 +83,10 @@ const (
 // agentBinary is the agent chosen for the daemon's platform.
 type agentBinary struct {
 	data     []byte
-	digest   string // hex sha256
-	platform string // linux/amd64
-	from     string // the file it was read from, or "embedded"
+	libs     []imageFile // a dynamically linked agent's interpreter and shared libraries
+	digest   string      // hex sha256 of the binary, and of its libraries when it has any
+	platform string      // linux/amd64
+	from     string      // the file it was read from, or "embedded"
 }
 
 func (a *agentBinary) ref() string { return ImageRepository + ":" + a.digest[:12] }
@@ -123,36 +125,31 @@ var elfMachines = map[elf.Machine]string{
 	elf.EM_RISCV:   "riscv64",
 }
 
-// staticLinuxArch reports the GOARCH of a static Linux ELF executable, or why data is not one.
-func staticLinuxArch(data []byte) (string, error) {
+// linuxExecutable reads a Linux ELF executable and its GOARCH, or says why data is not one.
+func linuxExecutable(data []byte) (*elf.File, string, error) {
 	f, err := elf.NewFile(bytes.NewReader(data))
 	if err != nil {
-		return "", errors.New("not an ELF executable")
+		return nil, "", errors.New("not an ELF executable")
 	}
-	defer f.Close()
 	if f.OSABI != elf.ELFOSABI_NONE && f.OSABI != elf.ELFOSABI_LINUX {
-		return "", fmt.Errorf("an ELF executable for %v, not linux", f.OSABI)
+		return nil, "", fmt.Errorf("an ELF executable for %v, not linux", f.OSABI)
 	}
 	if f.Type != elf.ET_EXEC && f.Type != elf.ET_DYN {
-		return "", fmt.Errorf("an ELF %v, not an executable", f.Type)
-	}
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP {
-			return "", errors.New("dynamically linked (built with cgo)")
-		}
+		return nil, "", fmt.Errorf("an ELF %v, not an executable", f.Type)
 	}
 	arch, ok := elfMachines[f.Machine]
 	if !ok {
-		return "", fmt.Errorf("built for %v", f.Machine)
+		return nil, "", fmt.Errorf("built for %v", f.Machine)
 	}
 	if arch == "ppc64le" && f.ByteOrder.String() != "LittleEndian" {
 		arch = "ppc64"
 	}
-	return arch, nil
+	return f, arch, nil
 }
 
 // selectAgent picks the agent for the daemon's platform: the doctor's own binary when it is a
-// static Linux executable for that architecture, else an embedded agent. An empty binary is
+// Linux executable for that architecture (with its shared libraries when it is dynamically
+// linked, as a go install build with cgo is), else an embedded agent. An empty binary is
 // os.Executable(), or no binary at all when AgentEnv says embedded.
 func selectAgent(binary, goos, goarch string) (*agentBinary, error) {
 	platform := goos + "/" + goarch
@@ -181,12 +178,14 @@ func selectAgent(binary, goos, goarch string) (*agentBinary, error) {
 		data, err := readBinary(binary)
 		if err != nil {
 			why = err.Error()
-		} else if arch, err := staticLinuxArch(data); err != nil {
+		} else if f, arch, err := linuxExecutable(data); err != nil {
 			why = fmt.Sprintf("%s is %v", binary, err)
 		} else if arch != goarch {
 			why = fmt.Sprintf("%s is a linux/%s executable", binary, arch)
+		} else if libs, err := sharedLibraries(f); err != nil {
+			why = fmt.Sprintf("%s is dynamically linked and %v", binary, err)
 		} else {
-			return newAgentBinary(data, platform, binary), nil
+			return newAgentBinary(data, libs, platform, binary), nil
 		}
 	}
 	data, err := embeddedAgent(platform)
@@ -194,7 +193,7 @@ func selectAgent(binary, goos, goarch string) (*agentBinary, error) {
 		return nil, err
 	}
 	if len(data) > 0 {
-		return newAgentBinary(data, platform, "embedded"), nil
+		return newAgentBinary(data, nil, platform, "embedded"), nil
 	}
 	return nil, fmt.Errorf("no probe agent for the daemon's platform %s: %s and this build embeds no agent for it; "+
 		"build the doctor with CGO_ENABLED=0 GOOS=linux GOARCH=%s go build ./cmd/shmdoctor and run that binary, "+
@@ -220,9 +219,14 @@ func readBinary(path string) ([]byte, error) {
 	return data, nil
 }
 
-func newAgentBinary(data []byte, platform, from string) *agentBinary {
-	sum := sha256.Sum256(data)
-	return &agentBinary{data: data, digest: hex.EncodeToString(sum[:]), platform: platform, from: from}
+func newAgentBinary(data []byte, libs []imageFile, platform, from string) *agentBinary {
+	h := sha256.New()
+	h.Write(data)
+	for _, l := range libs {
+		fmt.Fprintf(h, "\x00%s\x00%d\x00", l.path, len(l.data))
+		h.Write(l.data)
+	}
+	return &agentBinary{data: data, libs: libs, digest: hex.EncodeToString(h.Sum(nil)), platform: platform, from: from}
 }
 
 // Image returns the probe image for the daemon's platform, importing it when the daemon
@@ -261,17 +265,21 @@ func ensureImage(ctx context.Context, c Client, agent *agentBinary) (string, err
 		return "", fmt.Errorf("inspecting probe image %s: %w", ref, err)
 	}
 
-	layer, err := agentLayer(agent.data)
+	layer, err := agentLayer(agent)
 	if err != nil {
 		return "", err
 	}
+	changes := []string{
+		`ENTRYPOINT ["` + agentPath + `", "agent"]`,
+		"LABEL " + LabelImage + "=" + agent.digest,
+	}
+	if len(agent.libs) > 0 {
+		changes = append(changes, "ENV LD_LIBRARY_PATH="+libraryPath(agent.libs[1:]))
+	}
 	goos, goarch, _ := strings.Cut(agent.platform, "/")
 	rc, err := c.ImageImport(ctx, client.ImageImportSource{Source: bytes.NewReader(layer), SourceName: "-"}, ref, client.ImageImportOptions{
-		Message: "shmdoctor probe agent (" + agent.from + ")",
-		Changes: []string{
-			`ENTRYPOINT ["` + agentPath + `", "agent"]`,
-			"LABEL " + LabelImage + "=" + agent.digest,
-		},
+		Message:  "shmdoctor probe agent (" + agent.from + ")",
+		Changes:  changes,
 		Platform: ocispec.Platform{OS: goos, Architecture: goarch},
 	})
 	if err != nil {
@@ -287,19 +295,40 @@ func ensureImage(ctx context.Context, c Client, agent *agentBinary) (string, err
 	return ref, nil
 }
 
-// agentLayer is a tar holding the agent at /shmdoctor: the whole root filesystem.
-func agentLayer(bin []byte) ([]byte, error) {
+// agentLayer is a tar of the whole root filesystem: the agent at /shmdoctor and, for a
+// dynamically linked agent, its interpreter and libraries at the paths they have here.
+func agentLayer(agent *agentBinary) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	mtime := time.Unix(0, 0)
-	if err := tw.WriteHeader(&tar.Header{
-		Name: strings.TrimPrefix(agentPath, "/"), Mode: 0o755, Size: int64(len(bin)),
-		Typeflag: tar.TypeReg, ModTime: mtime, Format: tar.FormatPAX,
-	}); err != nil {
-		return nil, fmt.Errorf("building the probe image layer: %w", err)
+	dirs := map[string]bool{".": true, "/": true}
+	var mkdir func(dir string) error
+	mkdir = func(dir string) error {
+		if dirs[dir] {
+			return nil
+		}
+		dirs[dir] = true
+		if err := mkdir(path.Dir(dir)); err != nil {
+			return err
+		}
+		return tw.WriteHeader(&tar.Header{
+			Name: strings.TrimPrefix(dir, "/") + "/", Mode: 0o755, Typeflag: tar.TypeDir, ModTime: mtime, Format: tar.FormatPAX,
+		})
 	}
-	if _, err := tw.Write(bin); err != nil {
-		return nil, fmt.Errorf("building the probe image layer: %w", err)
+	files := append([]imageFile{{path: agentPath, data: agent.data}}, agent.libs...)
+	for _, f := range files {
+		if err := mkdir(path.Dir(f.path)); err != nil {
+			return nil, fmt.Errorf("building the probe image layer: %w", err)
+		}
+		if err := tw.WriteHeader(&tar.Header{
+			Name: strings.TrimPrefix(f.path, "/"), Mode: 0o755, Size: int64(len(f.data)),
+			Typeflag: tar.TypeReg, ModTime: mtime, Format: tar.FormatPAX,
+		}); err != nil {
+			return nil, fmt.Errorf("building the probe image layer: %w", err)
+		}
+		if _, err := tw.Write(f.data); err != nil {
+			return nil, fmt.Errorf("building the probe image layer: %w", err)
+		}
 	}
 	if err := tw.Close(); err != nil {
 		return nil, fmt.Errorf("building the probe image layer: %w", err)
