@@ -11,9 +11,10 @@ var shm011 = Rule{
 		Rationale: "The effective /dev/shm is known (shm_size, a sized tmpfs, or a joined donor's size) and " +
 			"smaller than the workload profile's recommended minimum or the declared need " +
 			"(`x-shmdoctor.need`, `x-shmdoctor.dataloader`, `--need`). PyTorch keeps " +
-			"`num_workers × prefetch_factor` batches in shared memory. Below a declared need this is an error.",
+			"`num_workers × prefetch_factor` batches in shared memory, plus the batch the training loop " +
+			"holds. Below a declared need this is an error.",
 		Problematic: "services:\n  trainer:\n    image: pytorch/pytorch\n    shm_size: 256m\n    x-shmdoctor:\n      dataloader: {workers: 8, prefetch_factor: 2, batch_bytes: 128MiB}\n",
-		Correct:     "services:\n  trainer:\n    image: pytorch/pytorch\n    shm_size: 2g\n    x-shmdoctor:\n      dataloader: {workers: 8, prefetch_factor: 2, batch_bytes: 128MiB}\n",
+		Correct:     "services:\n  trainer:\n    image: pytorch/pytorch\n    shm_size: 3g\n    x-shmdoctor:\n      dataloader: {workers: 8, prefetch_factor: 2, batch_bytes: 128MiB}\n",
 		Exceptions:  "A profile minimum is a public recommendation, not a measurement: declare the real need with `x-shmdoctor.need` when it is smaller.",
 		Sources:     profileSources(),
 	},
