@@ -10,7 +10,7 @@ LDFLAGS  := -s -w -X main.buildVersion=$(VERSION) -X main.buildCommit=$(COMMIT) 
 RELEASE_TARGETS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 AGENT_TARGETS   ?= linux/amd64 linux/arm64
 
-.PHONY: build demo test fuzz bench vet install install-plugin clean docs release
+.PHONY: build demo test fuzz bench vet install install-plugin clean docs release image
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/shmdoctor
@@ -20,6 +20,11 @@ build:
 release:
 	GO='$(GO)' $(GO) run ./scripts/release -version '$(VERSION)' -ldflags '$(LDFLAGS)' \
 		-targets '$(RELEASE_TARGETS)' -agents '$(AGENT_TARGETS)' -dist dist
+
+# shmdoctor:VERSION, FROM scratch with the static binary alone; the build context is bin/.
+IMAGE ?= shmdoctor:$(VERSION)
+image: build
+	docker build -q -f Dockerfile -t $(IMAGE) $(dir $(BIN))
 
 # Exit status 1 means "findings", which is what the demo is for.
 demo: build

@@ -1,0 +1,113 @@
+//go:build linux
+
+package integration
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/moby/moby/client"
+)
+
+// TestImage builds the doctor's container image with `make image` in a clean checkout and
+// runs it as the README says, on a folder mounted at /src with the Docker socket: it analyses
+// the folder and probes through the socket. Both images (the doctor's and the probe image it
+// builds from its own binary) are removed afterwards unless they were there before.
+func TestImage(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "checkout")
+	checkout(t, dir)
+	image := fmt.Sprintf("shmdoctor-imagetest:%d", os.Getpid())
+	c, err := client.New(client.FromEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	removeAfter(t, c, image)
+	if r := runIn(t, dir, nil, "make", "image", "IMAGE="+image); r.code != 0 {
+		t.Fatalf("make image: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	bin, err := os.ReadFile(filepath.Join(dir, "bin", "shmdoctor"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(bin)
+	removeAfter(t, c, "shmdoctor-probe:"+hex.EncodeToString(sum[:])[:12])
+
+	socket := "/var/run/docker.sock"
+	if h, ok := strings.CutPrefix(os.Getenv("DOCKER_HOST"), "unix://"); ok {
+		socket = h
+	}
+	r := runIn(t, filepath.Join(root(t), "testdata", "probe"), nil, "docker", "run", "--rm",
+		"-v", filepath.Join(root(t), "testdata", "probe")+":/src", "-w", "/src",
+		"-v", socket+":/var/run/docker.sock", image, "--format", "json", "--probe", "always", "--fail-on", "never", ".")
+	if r.code != 0 {
+		t.Fatalf("docker run %s: exit %d\n%s%s", image, r.code, r.stdout, r.stderr)
+	}
+	var doc struct {
+		Projects []struct {
+			Files    []string
+			Services []struct {
+				Name string
+				Shm  struct {
+					PredictedBytes *int64 `json:"predicted_bytes"`
+				}
+				Probe *struct {
+					MeasuredBytes *int64 `json:"measured_bytes"`
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || len(doc.Projects) != 1 {
+		t.Fatalf("the image's report: %v\n%s", err, r.stdout)
+	}
+	p := doc.Projects[0]
+	if len(p.Files) != 1 || p.Files[0] != "compose.yaml" {
+		t.Errorf("files %v, want compose.yaml as the mounted folder names it", p.Files)
+	}
+	measured := 0
+	for _, s := range p.Services {
+		if s.Name == "sized" || s.Name == "default" || s.Name == "tmpfs" {
+			if s.Probe == nil || s.Probe.MeasuredBytes == nil || s.Shm.PredictedBytes == nil || *s.Probe.MeasuredBytes != *s.Shm.PredictedBytes {
+				t.Errorf("%s: not measured as predicted through the socket: %+v", s.Name, s.Probe)
+				continue
+			}
+			measured++
+		}
+	}
+	if measured != 3 {
+		t.Errorf("%d of 3 services measured", measured)
+	}
+}
+
+// removeAfter removes the image ref at the end of the test when it was not there before.
+func removeAfter(t *testing.T, c *client.Client, ref string) {
+	t.Helper()
+	if _, err := c.ImageInspect(context.Background(), ref); err == nil {
+		return
+	}
+	t.Cleanup(func() { _, _ = c.ImageRemove(context.Background(), ref, client.ImageRemoveOptions{Force: true, PruneChildren: true}) })
+}
+
+// TestSelfContained runs the tests that once needed ../shared in a checkout with nothing
+// beside it and SHMDOCTOR_CORPUS unset: they pass on what the repository holds, and the corpus
+// tests say in one line why they skip.
+func TestSelfContained(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "checkout")
+	checkout(t, dir)
+	r := runIn(t, dir, []string{"SHMDOCTOR_CORPUS="}, "go", "test", "-count=1", "-v", "-run", "TestCorpus|TestK8sCorpus|TestConformance|TestSARIFValidates", "./analyze", "./report")
+	if r.code != 0 {
+		t.Fatalf("go test in a checkout without ../shared: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"--- PASS: TestConformance", "--- PASS: TestSARIFValidates", "--- SKIP: TestCorpus", "SHMDOCTOR_CORPUS is not set"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("go test output lacks %q\n%s", want, r.stdout)
+		}
+	}
+}
