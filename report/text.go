@@ -48,6 +48,9 @@ func textProject(w *errWriter, p *Project, pal palette, o Options) {
 	findings := p.Shown(o)
 	if !o.Quiet || len(findings) > 0 || len(p.Errors) > 0 {
 		w.printf("%s\n", pal.Project.Render(title))
+		if v := p.Variant; v != nil {
+			w.printf("  %s\n", pal.Dim.Render(fmt.Sprintf("checked as %s, %s: %s", v.CheckedAs(), v.Mode(), v.Why)))
+		}
 	}
 	for _, e := range p.Errors {
 		w.printf("  %s %s %s\n", pal.Severity[analyze.Error].Render("error"), pal.Pos.Render(e.Pos.String()), e.Msg)

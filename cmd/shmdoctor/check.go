@@ -154,10 +154,15 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return fixProjects(projects, cfg, &f, stdout, stderr)
 	}
 	rep := &report.Report{Version: versionString(), Config: conf.Path}
+	checked := map[*analyze.Project][]analyze.Finding{}
 	for _, p := range projects {
 		rp := &report.Project{Project: p}
 		if p.Loaded() {
 			rp.Findings = analyze.Check(p, cfg)
+			if v := p.Variant; v != nil {
+				rp.Findings = v.Unrepeated(rp.Findings, checked[v.Of])
+			}
+			checked[p] = rp.Findings
 		}
 		rep.Projects = append(rep.Projects, rp)
 	}
