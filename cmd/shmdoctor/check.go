@@ -53,6 +53,11 @@ container's name, in the whole service. x-shmdoctor.ignore and the shmdoctor.io/
 annotation do the same. Suppressed findings are counted, listed with --show-suppressed
 and kept in SARIF; a suppression that matches nothing is reported (SHM090).
 
+-r also checks the compose variants beside the default names (any .yml/.yaml whose
+name contains "compose" and that has services: docker-compose.gpu.yml, compose.cuda.yaml):
+an overlay of the folder's default file as -f base -f variant, a complete stack alone;
+the report says which.
+
 Settings are read from .shmdoctor.yaml in this folder or the nearest parent (--config
 names another, --no-config reads none): policy, target, fail-on, need, severity (per
 rule), ignore (rule IDs) and ignore-paths (globs relative to the file). Flags win.
@@ -60,7 +65,7 @@ rule), ignore (rule IDs) and ignore-paths (globs relative to the file). Flags wi
 Examples:
   shmdoctor                                  # the project in this folder
   shmdoctor -f compose.yaml -f compose.gpu.yaml
-  shmdoctor -r .                             # every compose project and manifest in a monorepo
+  shmdoctor -r .                             # every compose project, variant and manifest in a monorepo
   helm template ./chart | shmdoctor -        # a rendered Helm chart
   shmdoctor --format json --fail-on error deploy/
   shmdoctor --format text --format sarif -o - -o shmdoctor.sarif   # the log and code scanning
@@ -107,7 +112,7 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
 	addComposeFlags(fs, &f.load)
-	fs.BoolVarP(&f.load.Recursive, "recursive", "r", false, "analyse every compose project under the folders given (skips .git, node_modules, vendor)")
+	fs.BoolVarP(&f.load.Recursive, "recursive", "r", false, "analyse every compose project and variant (docker-compose.gpu.yml) under the folders given (skips .git, node_modules, vendor)")
 	fs.BoolVar(&f.load.StrictEnv, "strict-env", false, "treat unset variables and missing env files as errors, as docker compose does")
 	fs.StringVar(&f.need, "need", "", "the /dev/shm every service needs, such as 8g (overrides x-shmdoctor)")
 	fs.StringArrayVar(&f.formats, "format", []string{"text"}, "output `format`: "+report.FormatNames()+" (repeatable, with one --output each)")
