@@ -61,28 +61,75 @@ func (v *Variant) Unrepeated(fs, base []Finding) []Finding {
 	})
 }
 
-// isVariantName reports a file name -r considers a compose file besides the default
-// names: a .yml or .yaml whose name contains "compose", in any case. It takes in what
-// dclint (docker-compose-linter) discovers, ^(docker-)?compose.*\.ya?ml$, and the names
-// that put the variant first or a prefix before it (gpu.compose.yaml, ml-docker-compose.yml).
-func isVariantName(name string) bool {
-	return isYAMLName(name) && strings.Contains(strings.ToLower(name), "compose")
+// isVariantName reports a file -r considers a compose file besides the default names: a
+// .yml or .yaml whose name, or whose folder's name, contains "compose", in any case. It
+// takes in what dclint (docker-compose-linter) discovers, ^(docker-)?compose.*\.ya?ml$,
+// the names that put the variant first or a prefix before it (gpu.compose.yaml,
+// ml-docker-compose.yml), and the stacks kept in a compose folder (deploy/compose/nims.yaml).
+func isVariantName(path string) bool {
+	has := func(s string) bool { return strings.Contains(strings.ToLower(s), "compose") }
+	return isYAMLName(path) && (has(filepath.Base(path)) || has(filepath.Base(filepath.Dir(path))))
 }
 
 // isComposeContent reports YAML that is a compose file: a top-level services mapping or
 // include list. Text that does not parse counts, so that its error is reported at its
 // line rather than the file skipped.
 func isComposeContent(b []byte) bool {
-	var doc yaml.Node
-	if err := yaml.NewDecoder(bytes.NewReader(b)).Decode(&doc); err != nil {
+	root, ok := yamlRoot(b)
+	if !ok {
 		return true
 	}
-	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
-		return false
-	}
-	root := doc.Content[0]
 	s, inc := deref(get(root, "services")), deref(get(root, "include"))
 	return s != nil && s.Kind == yaml.MappingNode || inc != nil && inc.Kind == yaml.SequenceNode
+}
+
+// composeTopKeys are the top-level keys of the compose specification.
+var composeTopKeys = map[string]bool{"version": true, "name": true, "services": true, "networks": true,
+	"volumes": true, "configs": true, "secrets": true, "include": true, "models": true}
+
+// isUnmistakablyCompose reports YAML that is a compose file whatever its name
+// (example/compute-ray.yaml): it parses, every top-level key is one of compose's (or x-),
+// and services is a non-empty mapping whose every service has an image written as a
+// string, a build or an extends. Helm values and CI files, which have services keys too,
+// fail on their other keys or on an image written as a mapping.
+func isUnmistakablyCompose(b []byte) bool {
+	root, ok := yamlRoot(b)
+	if !ok || root == nil {
+		return false
+	}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if k := root.Content[i].Value; !composeTopKeys[k] && !strings.HasPrefix(k, "x-") {
+			return false
+		}
+	}
+	services := deref(get(root, "services"))
+	if services == nil || services.Kind != yaml.MappingNode || len(services.Content) == 0 {
+		return false
+	}
+	for i := 1; i < len(services.Content); i += 2 {
+		svc := deref(services.Content[i])
+		if svc.Kind != yaml.MappingNode {
+			return false
+		}
+		img := deref(get(svc, "image"))
+		if !(img != nil && img.Kind == yaml.ScalarNode || get(svc, "build") != nil || get(svc, "extends") != nil) {
+			return false
+		}
+	}
+	return true
+}
+
+// yamlRoot parses the first document: its root mapping, nil when it has none, and false
+// when it does not parse.
+func yamlRoot(b []byte) (*yaml.Node, bool) {
+	var doc yaml.Node
+	if err := yaml.NewDecoder(bytes.NewReader(b)).Decode(&doc); err != nil {
+		return nil, false
+	}
+	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil, true
+	}
+	return doc.Content[0], true
 }
 
 // reads reports whether the project read a file, as named by -r or as displayed, as one

@@ -6,12 +6,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/shmdoctor/shmdoctor/internal/testutil"
 )
 
 // TestDiscoverVariants runs -r over testdata/discover: a base with its override, a GPU
-// overlay, a standalone vLLM variant, a production overlay, two YAML files that are not
-// compose variants, a folder with only compose.cuda.yaml, and an overlay whose merge does
-// not load. Each variant is checked the way docker compose runs it, and said so.
+// overlay, a standalone vLLM variant, a production overlay, a compose file named otherwise
+// (ray-cluster.yaml), two YAML files that are not compose files (values.yaml has services), a folder with only compose.cuda.yaml, a compose folder holding a stack
+// and a service's configuration, and an overlay whose merge does not load. Each variant is checked the way docker compose runs it, and said so.
 func TestDiscoverVariants(t *testing.T) {
 	root, err := filepath.Abs(filepath.Join("..", "testdata", "discover"))
 	if err != nil {
@@ -26,7 +28,7 @@ func TestDiscoverVariants(t *testing.T) {
 		key := strings.Join(p.Files, " ")
 		got[key] = p
 		for _, f := range p.Index.Files() {
-			if b := filepath.Base(f); b == "config.yaml" || b == "compose-lint.yaml" {
+			if b := filepath.Base(f); b == "values.yaml" || b == "compose-lint.yaml" || b == "prometheus.yml" {
 				t.Errorf("%s read %s, which is not a compose variant", key, f)
 			}
 		}
@@ -43,9 +45,11 @@ func TestDiscoverVariants(t *testing.T) {
 		in(stack, "docker-compose.yml", "docker-compose.gpu.yml"):      "overlay",
 		in(stack, "docker-compose.yml", "docker-compose.prod.yaml"):    "overlay",
 		in(stack, "docker-compose-vllm.yml"):                           "standalone",
+		in(stack, "ray-cluster.yaml"):                                  "standalone",
 		in(filepath.Join(root, "cuda-only"), "compose.cuda.yaml"):      "standalone",
 		in(filepath.Join(root, "merge-fails"), "compose.yaml"):         "",
 		in(filepath.Join(root, "merge-fails"), "compose.cycle.yaml"):   "standalone",
+		in(filepath.Join(root, "deploy", "compose"), "nims.yaml"):      "standalone",
 	}
 	if len(projects) != len(want) {
 		t.Errorf("%d projects, want %d: %v", len(projects), len(want), slices.Sorted(mapKeys(got)))
@@ -107,10 +111,56 @@ func TestVariantNames(t *testing.T) {
 		"docker-compose.gpu.yml": true, "compose.cuda.yaml": true, "docker-compose-vllm.yml": true,
 		"docker-compose.prod.yaml": true, "compose.override.yml": true, "compose_tracker.yaml": true,
 		"gpu.compose.yaml": true, "Docker-Compose.GPU.YML": true, "ml__docker-compose.yml": true,
-		"config.yaml": false, "docker-compose.yml.example": false, "compose.json": false, "values.yaml": false,
+		"deploy/compose/nims.yaml": true, "docker-compose/gpu.yml": true,
+		"config.yaml": false, "deploy/k8s/values.yaml": false, "docker-compose.yml.example": false, "compose.json": false, "values.yaml": false,
 	} {
 		if isVariantName(name) != want {
 			t.Errorf("%s: variant name %v, want %v", name, !want, want)
+		}
+	}
+}
+
+// TestDiscoverBrokenVariants gives -r a folder whose default file does not parse, with an
+// overlay beside it, and a variant that does not parse: the overlay is checked alone (no
+// base to merge over), the broken variant reports its error at its line, nothing stops.
+func TestDiscoverBrokenVariants(t *testing.T) {
+	dir := testutil.WriteFiles(t, map[string]string{
+		"a/compose.yaml":           "services:\n  web: [\n",
+		"a/compose.gpu.yaml":       "services:\n  web:\n    shm_size: 1g\n",
+		"b/compose.yaml":           "services:\n  web:\n    image: nginx\n",
+		"b/docker-compose.dev.yml": "services:\n  web:\n    image: nginx\n    shm_size: [1g\n",
+	})
+	projects := Load(context.Background(), Options{Paths: []string{dir}, Recursive: true})
+	if len(projects) != 4 {
+		t.Fatalf("%d projects, want 4", len(projects))
+	}
+	gpu, dev := projects[1], projects[3]
+	if gpu.Variant == nil || gpu.Variant.Mode() != "standalone" || !strings.Contains(gpu.Variant.Why, "does not load") || gpu.Compose == nil || len(gpu.Errors) > 0 {
+		t.Errorf("overlay of a broken base: %+v, errors %v", gpu.Variant, gpu.Errors)
+	}
+	if dev.Variant == nil || len(dev.Errors) != 1 || dev.Errors[0].Line != 4 || !strings.HasSuffix(dev.Errors[0].File, "docker-compose.dev.yml") {
+		t.Errorf("broken variant: %+v, errors %v", dev.Variant, dev.Errors)
+	}
+	if projects[2].Compose == nil {
+		t.Errorf("b's default project was not analysed: %v", projects[2].Errors)
+	}
+}
+
+// TestUnmistakablyCompose pins the content that makes a YAML file of any name a compose
+// file for -r, and the look-alikes that do not.
+func TestUnmistakablyCompose(t *testing.T) {
+	for doc, want := range map[string]bool{
+		"version: '3'\nservices:\n  a:\n    image: x\nnetworks: {n: {}}\nx-common: &c {}\n": true,
+		"services:\n  a:\n    build: .\n  b:\n    extends: {service: a}\n":                  true,
+		"replicaCount: 2\nservices:\n  a:\n    image: x\n":                                  false, // Helm values
+		"services:\n  a:\n    image: {repository: x}\n":                                     false,
+		"services:\n  - docker:dind\nstages: [test]\n":                                      false, // GitLab CI
+		"services:\n  a:\n    ports: [80]\n":                                                false, // an override
+		"services: {}\n":                                                                    false,
+		"services:\n  a: [\n":                                                               false,
+	} {
+		if got := isUnmistakablyCompose([]byte(doc)); got != want {
+			t.Errorf("%q: %v, want %v", doc, got, want)
 		}
 	}
 }

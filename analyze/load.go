@@ -229,7 +229,7 @@ type found struct {
 }
 
 // findProjects returns every folder under root holding a compose file, with its variants
-// (the other compose files, see isVariantName), and every Kubernetes manifest, sorted by
+// (the other compose files, see isVariantName and isUnmistakablyCompose), and every Kubernetes manifest, sorted by
 // path. Helm templates are skipped: they are not manifests until rendered.
 func findProjects(root string) ([]found, error) {
 	var out []found
@@ -268,7 +268,7 @@ func findProjects(root string) ([]found, error) {
 		switch k, _, _ := sniff(b); {
 		case k == inputKubernetes:
 			out = append(out, found{path: path, manifest: true})
-		case k == inputCompose && isVariantName(d.Name()) && isComposeContent(b):
+		case k == inputCompose && (isVariantName(path) && isComposeContent(b) || isUnmistakablyCompose(b)):
 			f := folder(filepath.Dir(path))
 			f.variants = append(f.variants, path)
 		}

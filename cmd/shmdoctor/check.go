@@ -54,7 +54,9 @@ annotation do the same. Suppressed findings are counted, listed with --show-supp
 and kept in SARIF; a suppression that matches nothing is reported (SHM090).
 
 -r also checks the compose variants beside the default names (any .yml/.yaml whose
-name contains "compose" and that has services: docker-compose.gpu.yml, compose.cuda.yaml):
+name or folder contains "compose" and that has services: docker-compose.gpu.yml,
+compose.cuda.yaml, deploy/compose/nims.yaml; and any YAML file with only compose's keys
+and complete services):
 an overlay of the folder's default file as -f base -f variant, a complete stack alone;
 the report says which.
 
