@@ -162,7 +162,7 @@ func overlayOf(variant string, base *Project) (names []string, why string) {
 		return nil, "the folder has no default compose file"
 	}
 	if base.Compose == nil {
-		return nil, base.Files0() + " does not load"
+		return nil, base.firstFile() + " does not load"
 	}
 	b, err := readSource(variant)
 	if err != nil {
@@ -192,8 +192,8 @@ func overlayOf(variant string, base *Project) (names []string, why string) {
 	return names, ""
 }
 
-// Files0 is the project's first compose file, as displayed.
-func (p *Project) Files0() string {
+// firstFile is the project's first compose file, as displayed.
+func (p *Project) firstFile() string {
 	if len(p.Files) > 0 {
 		return p.Files[0]
 	}
@@ -214,7 +214,7 @@ func loadVariant(ctx context.Context, t target, base *Project, file string, opts
 			p.Variant = &Variant{File: p.Files[1], Base: p.Files[0], Of: base, Why: takesFrom(names, p.Files[0])}
 			return p
 		}
-		why = "merged over " + base.Files0() + " it does not load: " + p.Errors[0].Msg
+		why = "merged over " + base.firstFile() + " it does not load: " + p.Errors[0].Msg
 	}
 	p := loadOne(ctx, target{files: []string{file}, dir: t.dir, explicit: true}, opts)
 	if p.Compose != nil {
