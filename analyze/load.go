@@ -51,7 +51,11 @@ type Project struct {
 	Plans      []*ShmPlan
 	Notes      []string
 	Errors     []*LoadError
-	env        *envTracker
+	// Variant is set on a compose file -r found beside the default names: how it was checked.
+	Variant *Variant
+	env     *envTracker
+	// all are every plan of an overlay, whose Plans are the services it changes.
+	all []*ShmPlan
 	// suppressors are the suppressions written in the project's files.
 	suppressors []*suppressor
 }
@@ -103,12 +107,22 @@ func Load(ctx context.Context, opts Options) []*Project {
 			out = append(out, loadKubernetes(t, opts))
 			continue
 		}
-		p := loadOne(ctx, t, opts)
-		if p.Compose != nil {
-			Resolve(p, opts.Need, opts.needFrom())
-			p.resolveDirectives()
+		var base *Project
+		if !t.noBase {
+			base = loadOne(ctx, t, opts)
+			if base.Compose != nil {
+				Resolve(base, opts.Need, opts.needFrom())
+				base.resolveDirectives()
+			}
+			out = append(out, base)
 		}
-		out = append(out, p)
+		for _, v := range t.variants {
+			// An override or a file the default project includes or extends is part of it,
+			// as docker compose loads it: not a variant of its own.
+			if !base.reads(v) {
+				out = append(out, loadVariant(ctx, t, base, v, opts))
+			}
+		}
 	}
 	return out
 }
@@ -121,6 +135,10 @@ type target struct {
 	explicit bool // a PATH argument: COMPOSE_FILE from the environment does not apply
 	k8s      bool // a Kubernetes manifest (or a Helm template), told by its content
 	err      *LoadError
+	// variants are the other compose files -r found in the folder (docker-compose.gpu.yml);
+	// noBase marks a folder that has only those, no default compose file.
+	variants []string
+	noBase   bool
 }
 
 func (t target) name() string {
@@ -168,7 +186,7 @@ func targets(opts Options) []target {
 				if f.manifest {
 					out = append(out, target{files: []string{f.path}, explicit: true, k8s: true})
 				} else {
-					out = append(out, target{dir: f.path, explicit: true})
+					out = append(out, target{dir: f.path, explicit: true, variants: f.variants, noBase: !f.base})
 				}
 			}
 		default:
@@ -206,17 +224,28 @@ var skipDirs = map[string]bool{".git": true, "node_modules": true, "vendor": tru
 type found struct {
 	path     string
 	manifest bool
+	base     bool     // the folder has a compose file of a default name
+	variants []string // its other compose files, sorted
 }
 
-// findProjects returns every folder under root holding a compose file and every Kubernetes
-// manifest, sorted by path. Helm templates are skipped: they are not manifests until
-// rendered.
+// findProjects returns every folder under root holding a compose file, with its variants
+// (the other compose files, see isVariantName and isUnmistakablyCompose), and every Kubernetes manifest, sorted by
+// path. Helm templates are skipped: they are not manifests until rendered.
 func findProjects(root string) ([]found, error) {
-	var dirs []string
 	var out []found
+	dirs := map[string]int{}
 	names := map[string]bool{}
 	for _, n := range DefaultFileNames {
 		names[n] = true
+	}
+	folder := func(dir string) *found {
+		i, ok := dirs[dir]
+		if !ok {
+			i = len(out)
+			dirs[dir] = i
+			out = append(out, found{path: dir})
+		}
+		return &out[i]
 	}
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -225,14 +254,23 @@ func findProjects(root string) ([]found, error) {
 		if d.IsDir() && path != root && (skipDirs[d.Name()] || strings.HasPrefix(d.Name(), ".")) {
 			return filepath.SkipDir
 		}
-		if !d.IsDir() && names[d.Name()] {
-			dir := filepath.Dir(path)
-			if len(dirs) == 0 || dirs[len(dirs)-1] != dir {
-				dirs = append(dirs, dir)
-				out = append(out, found{path: dir})
-			}
-		} else if !d.IsDir() && isYAMLName(d.Name()) && sniffFile(path) == inputKubernetes {
+		if d.IsDir() || !isYAMLName(d.Name()) {
+			return nil
+		}
+		if names[d.Name()] {
+			folder(filepath.Dir(path)).base = true
+			return nil
+		}
+		b, err := readSource(path)
+		if err != nil {
+			return nil
+		}
+		switch k, _, _ := sniff(b); {
+		case k == inputKubernetes:
 			out = append(out, found{path: path, manifest: true})
+		case k == inputCompose && (isVariantName(path) && isComposeContent(b) || isUnmistakablyCompose(b)):
+			f := folder(filepath.Dir(path))
+			f.variants = append(f.variants, path)
 		}
 		return nil
 	})

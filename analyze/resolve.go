@@ -152,7 +152,7 @@ func (p *Project) Owner(plan *ShmPlan) *ShmPlan {
 		return plan
 	}
 	last := plan.Via[len(plan.Via)-1]
-	for _, q := range p.Plans {
+	for _, q := range p.plans() {
 		if q.Service == last {
 			return q
 		}
@@ -162,12 +162,20 @@ func (p *Project) Owner(plan *ShmPlan) *ShmPlan {
 
 // Plan returns the plan of a service, or nil.
 func (p *Project) Plan(service string) *ShmPlan {
-	for _, q := range p.Plans {
+	for _, q := range p.plans() {
 		if q.Service == service {
 			return q
 		}
 	}
 	return nil
+}
+
+// plans are every plan of the project, those of an overlay's base services included.
+func (p *Project) plans() []*ShmPlan {
+	if p.all != nil {
+		return p.all
+	}
+	return p.Plans
 }
 
 // value returns the raw node of a service key in the winning file, recording the unset

@@ -32,6 +32,14 @@ type jsonProject struct {
 	Findings []analyze.Finding `json:"findings"`
 	Errors   []jsonError       `json:"errors"`
 	Notes    []string          `json:"notes,omitempty"`
+	Variant  *jsonVariant      `json:"variant,omitempty"`
+}
+
+// jsonVariant says how -r checked a compose file found beside the default names.
+type jsonVariant struct {
+	*analyze.Variant
+	Mode      string `json:"mode"`
+	CheckedAs string `json:"checked_as"`
 }
 
 type jsonService struct {
@@ -137,6 +145,9 @@ func JSON(w io.Writer, r *Report, o Options) error {
 		}
 		if jp.Findings == nil {
 			jp.Findings = []analyze.Finding{}
+		}
+		if v := p.Variant; v != nil {
+			jp.Variant = &jsonVariant{Variant: v, Mode: v.Mode(), CheckedAs: v.CheckedAs()}
 		}
 		for _, e := range p.Errors {
 			jp.Errors = append(jp.Errors, jsonError{File: e.File, Line: e.Line, Column: e.Column, Message: e.Msg})

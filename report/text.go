@@ -48,6 +48,9 @@ func textProject(w *errWriter, p *Project, pal palette, o Options) {
 	findings := p.Shown(o)
 	if !o.Quiet || len(findings) > 0 || len(p.Errors) > 0 {
 		w.printf("%s\n", pal.Project.Render(title))
+		if v := p.Variant; v != nil {
+			w.printf("  %s\n", pal.Dim.Render(fmt.Sprintf("checked as %s, %s: %s", v.CheckedAs(), v.Mode(), v.Why)))
+		}
 	}
 	for _, e := range p.Errors {
 		w.printf("  %s %s %s\n", pal.Severity[analyze.Error].Render("error"), pal.Pos.Render(e.Pos.String()), e.Msg)
@@ -58,7 +61,7 @@ func textProject(w *errWriter, p *Project, pal palette, o Options) {
 		}
 	}
 	var current string
-	for _, f := range findings {
+	for _, f := range byService(findings) {
 		if f.Service != current {
 			current = f.Service
 			w.printf("  %s\n", pal.Service.Render(f.Service))
@@ -95,6 +98,27 @@ func textProject(w *errWriter, p *Project, pal palette, o Options) {
 			w.printf("  %s\n", pal.Dim.Render(n))
 		}
 	}
+}
+
+// byService orders findings into one run per service, services in the order of their first
+// finding, each service's findings by file and line: a service whose findings come from
+// several files (an extends base, an override) is printed as one block.
+func byService(fs []analyze.Finding) []analyze.Finding {
+	groups := map[string][]analyze.Finding{}
+	var order []string
+	for _, f := range fs {
+		if _, ok := groups[f.Service]; !ok {
+			order = append(order, f.Service)
+		}
+		groups[f.Service] = append(groups[f.Service], f)
+	}
+	out := make([]analyze.Finding, 0, len(fs))
+	for _, s := range order {
+		g := groups[s]
+		analyze.SortFindings(g)
+		out = append(out, g...)
+	}
+	return out
 }
 
 // serviceTable prints one row per service: configured and predicted /dev/shm, its source,

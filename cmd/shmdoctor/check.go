@@ -53,6 +53,13 @@ container's name, in the whole service. x-shmdoctor.ignore and the shmdoctor.io/
 annotation do the same. Suppressed findings are counted, listed with --show-suppressed
 and kept in SARIF; a suppression that matches nothing is reported (SHM090).
 
+-r also checks the compose variants beside the default names (any .yml/.yaml whose
+name or folder contains "compose" and that has services: docker-compose.gpu.yml,
+compose.cuda.yaml, deploy/compose/nims.yaml; and any YAML file with only compose's keys
+and complete services):
+an overlay of the folder's default file as -f base -f variant, a complete stack alone;
+the report says which.
+
 Settings are read from .shmdoctor.yaml in this folder or the nearest parent (--config
 names another, --no-config reads none): policy, target, fail-on, need, severity (per
 rule), ignore (rule IDs) and ignore-paths (globs relative to the file). Flags win.
@@ -60,7 +67,7 @@ rule), ignore (rule IDs) and ignore-paths (globs relative to the file). Flags wi
 Examples:
   shmdoctor                                  # the project in this folder
   shmdoctor -f compose.yaml -f compose.gpu.yaml
-  shmdoctor -r .                             # every compose project and manifest in a monorepo
+  shmdoctor -r .                             # every compose project, variant and manifest in a monorepo
   helm template ./chart | shmdoctor -        # a rendered Helm chart
   shmdoctor --format json --fail-on error deploy/
   shmdoctor --format text --format sarif -o - -o shmdoctor.sarif   # the log and code scanning
@@ -107,7 +114,7 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
 	addComposeFlags(fs, &f.load)
-	fs.BoolVarP(&f.load.Recursive, "recursive", "r", false, "analyse every compose project under the folders given (skips .git, node_modules, vendor)")
+	fs.BoolVarP(&f.load.Recursive, "recursive", "r", false, "analyse every compose project and variant (docker-compose.gpu.yml) under the folders given (skips .git, node_modules, vendor)")
 	fs.BoolVar(&f.load.StrictEnv, "strict-env", false, "treat unset variables and missing env files as errors, as docker compose does")
 	fs.StringVar(&f.need, "need", "", "the /dev/shm every service needs, such as 8g (overrides x-shmdoctor)")
 	fs.StringArrayVar(&f.formats, "format", []string{"text"}, "output `format`: "+report.FormatNames()+" (repeatable, with one --output each)")
@@ -154,10 +161,15 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return fixProjects(projects, cfg, &f, stdout, stderr)
 	}
 	rep := &report.Report{Version: versionString(), Config: conf.Path}
+	checked := map[*analyze.Project][]analyze.Finding{}
 	for _, p := range projects {
 		rp := &report.Project{Project: p}
 		if p.Loaded() {
 			rp.Findings = analyze.Check(p, cfg)
+			if v := p.Variant; v != nil {
+				rp.Findings = v.Unrepeated(rp.Findings, checked[v.Of])
+			}
+			checked[p] = rp.Findings
 		}
 		rep.Projects = append(rep.Projects, rp)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -159,7 +160,11 @@ type jsonOut struct {
 			Line    int
 			Message string
 		}
-		Notes []string
+		Notes   []string
+		Variant *struct {
+			File, Base, Reason, Mode string
+			CheckedAs                string `json:"checked_as"`
+		}
 	}
 }
 
@@ -281,6 +286,43 @@ func TestRecursive(t *testing.T) {
 	}
 	if loaded != 2 || broken != 1 {
 		t.Errorf("loaded %d, broken %d", loaded, broken)
+	}
+}
+
+// TestRecursiveVariants checks that the reports say how each variant of testdata/discover
+// was checked, and that an overlay does not repeat what its base project reports: the
+// production overlay's web keeps the base's ipc: host (SHM020, reported once, with the
+// base) and adds shm_size (SHM001, its own).
+func TestRecursiveVariants(t *testing.T) {
+	t.Chdir(repoRoot(t))
+	_, doc, _ := jsonRun(t, "", "-r", "testdata/discover/stack")
+	rules := map[string][]string{}
+	for _, p := range doc.Projects {
+		how := "default"
+		if v := p.Variant; v != nil {
+			how = v.Mode + " " + v.CheckedAs
+			if v.Reason == "" {
+				t.Errorf("%s: no reason given", how)
+			}
+		}
+		for _, f := range p.Findings {
+			rules[how] = append(rules[how], f.Rule)
+		}
+	}
+	prod := "overlay -f testdata/discover/stack/docker-compose.yml -f testdata/discover/stack/docker-compose.prod.yaml"
+	want := map[string][]string{
+		"default": {"SHM020"},
+		prod:      {"SHM001"},
+		"overlay -f testdata/discover/stack/docker-compose.yml -f testdata/discover/stack/docker-compose.gpu.yml": {"SHM012"},
+		"standalone -f testdata/discover/stack/docker-compose-vllm.yml":                                           {"SHM010", "SHM030"},
+		"standalone -f testdata/discover/stack/ray-cluster.yaml":                                                  {"SHM014"},
+	}
+	if fmt.Sprint(rules) != fmt.Sprint(want) {
+		t.Errorf("findings by project:\n got %v\nwant %v", rules, want)
+	}
+	_, out, _ := shmdoctor(t, "", "--probe", "never", "-r", "testdata/discover/stack")
+	if !strings.Contains(out, "checked as -f testdata/discover/stack/docker-compose.yml -f testdata/discover/stack/docker-compose.gpu.yml, overlay: service trainer") {
+		t.Errorf("the text report does not say how the gpu overlay was checked:\n%s", out)
 	}
 }
 

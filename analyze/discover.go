@@ -1,0 +1,255 @@
+package analyze
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Variant says how -r checked a compose file kept beside (or instead of) its folder's
+// default project, such as docker-compose.gpu.yml or compose.cuda.yaml.
+type Variant struct {
+	// File is the variant, as displayed.
+	File string `json:"file"`
+	// Base is the folder's default compose file the variant was merged over, as
+	// docker compose -f base -f variant merges it; "" when it was checked alone.
+	Base string `json:"base,omitempty"`
+	// Why says why it was checked that way.
+	Why string `json:"reason"`
+	// Of is the folder's default project, nil when the folder has none.
+	Of *Project `json:"-"`
+}
+
+// Mode is "overlay" for a variant merged over its base, "standalone" for one checked alone.
+func (v *Variant) Mode() string {
+	if v.Base != "" {
+		return "overlay"
+	}
+	return "standalone"
+}
+
+// CheckedAs is the docker compose file flags the variant was checked as.
+func (v *Variant) CheckedAs() string {
+	if v.Base != "" {
+		return "-f " + v.Base + " -f " + v.File
+	}
+	return "-f " + v.File
+}
+
+// Unrepeated drops, from an overlay's findings, those its folder's default project reports
+// already (same rule, service, place and message), and the stale-suppression reports of
+// the base's own files: the default project reports them. A standalone variant keeps all.
+func (v *Variant) Unrepeated(fs, base []Finding) []Finding {
+	if v == nil || v.Base == "" || v.Of == nil {
+		return fs
+	}
+	type key struct {
+		rule, service, msg string
+		pos                Pos
+	}
+	seen := map[key]bool{}
+	for _, f := range base {
+		seen[key{f.Rule, f.Service, f.Message, f.Pos}] = true
+	}
+	return slices.DeleteFunc(slices.Clone(fs), func(f Finding) bool {
+		return seen[key{f.Rule, f.Service, f.Message, f.Pos}] || f.Rule == shm090.ID && v.Of.reads(f.File)
+	})
+}
+
+// isVariantName reports a file -r considers a compose file besides the default names: a
+// .yml or .yaml whose name, or whose folder's name, contains "compose", in any case. It
+// takes in what dclint (docker-compose-linter) discovers, ^(docker-)?compose.*\.ya?ml$,
+// the names that put the variant first or a prefix before it (gpu.compose.yaml,
+// ml-docker-compose.yml), and the stacks kept in a compose folder (deploy/compose/nims.yaml).
+func isVariantName(path string) bool {
+	has := func(s string) bool { return strings.Contains(strings.ToLower(s), "compose") }
+	return isYAMLName(path) && (has(filepath.Base(path)) || has(filepath.Base(filepath.Dir(path))))
+}
+
+// isComposeContent reports YAML that is a compose file: a top-level services mapping or
+// include list. Text that does not parse counts, so that its error is reported at its
+// line rather than the file skipped.
+func isComposeContent(b []byte) bool {
+	root, ok := yamlRoot(b)
+	if !ok {
+		return true
+	}
+	s, inc := deref(get(root, "services")), deref(get(root, "include"))
+	return s != nil && s.Kind == yaml.MappingNode || inc != nil && inc.Kind == yaml.SequenceNode
+}
+
+// composeTopKeys are the top-level keys of the compose specification.
+var composeTopKeys = map[string]bool{"version": true, "name": true, "services": true, "networks": true,
+	"volumes": true, "configs": true, "secrets": true, "include": true, "models": true}
+
+// isUnmistakablyCompose reports YAML that is a compose file whatever its name
+// (example/compute-ray.yaml): it parses, every top-level key is one of compose's (or x-),
+// and services is a non-empty mapping whose every service has an image written as a
+// string, a build or an extends. Helm values and CI files, which have services keys too,
+// fail on their other keys or on an image written as a mapping.
+func isUnmistakablyCompose(b []byte) bool {
+	root, ok := yamlRoot(b)
+	if !ok || root == nil {
+		return false
+	}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if k := root.Content[i].Value; !composeTopKeys[k] && !strings.HasPrefix(k, "x-") {
+			return false
+		}
+	}
+	services := deref(get(root, "services"))
+	if services == nil || services.Kind != yaml.MappingNode || len(services.Content) == 0 {
+		return false
+	}
+	for i := 1; i < len(services.Content); i += 2 {
+		svc := deref(services.Content[i])
+		if svc.Kind != yaml.MappingNode {
+			return false
+		}
+		img := deref(get(svc, "image"))
+		if !(img != nil && img.Kind == yaml.ScalarNode || get(svc, "build") != nil || get(svc, "extends") != nil) {
+			return false
+		}
+	}
+	return true
+}
+
+// yamlRoot parses the first document: its root mapping, nil when it has none, and false
+// when it does not parse.
+func yamlRoot(b []byte) (*yaml.Node, bool) {
+	var doc yaml.Node
+	if err := yaml.NewDecoder(bytes.NewReader(b)).Decode(&doc); err != nil {
+		return nil, false
+	}
+	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil, true
+	}
+	return doc.Content[0], true
+}
+
+// reads reports whether the project read a file, as named by -r or as displayed, as one
+// of its compose files or a file they include or extend.
+func (p *Project) reads(file string) bool {
+	if p == nil || p.Index == nil {
+		return false
+	}
+	for _, f := range p.Index.read {
+		if f == file || p.Index.display(f) == file {
+			return true
+		}
+		if abs, err := filepath.Abs(file); err == nil && abs == f {
+			return true
+		}
+	}
+	return false
+}
+
+// overlayOf decides whether a variant is an overlay of the folder's default project, as
+// docker compose would need to run it: the variant names services of the base that have
+// no image or build in the variant, so alone they cannot be created (docker compose
+// refuses "has neither an image nor a build context"), and -f base -f variant is how it
+// is run. A variant whose services have an image, a build or an extends of their own is
+// complete: it runs alone, and merging it would mix the base's settings (GPU reservations,
+// volumes) into a stack that does not have them. It returns the services that take their
+// image from the base, and why not when there are none.
+func overlayOf(variant string, base *Project) (names []string, why string) {
+	if base == nil {
+		return nil, "the folder has no default compose file"
+	}
+	if base.Compose == nil {
+		return nil, base.firstFile() + " does not load"
+	}
+	b, err := readSource(variant)
+	if err != nil {
+		return nil, "it cannot be read"
+	}
+	var doc yaml.Node
+	if yaml.Unmarshal(b, &doc) != nil || len(doc.Content) == 0 {
+		return nil, "it does not parse"
+	}
+	services := deref(get(doc.Content[0], "services"))
+	if services == nil || services.Kind != yaml.MappingNode {
+		return nil, "it defines no services"
+	}
+	for i := 0; i+1 < len(services.Content); i += 2 {
+		name, svc := services.Content[i].Value, deref(services.Content[i+1])
+		_, inBase := base.Compose.Services[name]
+		if _, off := base.Compose.DisabledServices[name]; off {
+			inBase = true
+		}
+		if inBase && get(svc, "image") == nil && get(svc, "build") == nil && get(svc, "extends") == nil {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return nil, "its services have an image or build of their own"
+	}
+	return names, ""
+}
+
+// firstFile is the project's first compose file, as displayed.
+func (p *Project) firstFile() string {
+	if len(p.Files) > 0 {
+		return p.Files[0]
+	}
+	return p.Name
+}
+
+// loadVariant loads a variant found by -r in t's folder: merged over the folder's default
+// file when it is an overlay of it, alone otherwise or when the merge does not load.
+func loadVariant(ctx context.Context, t target, base *Project, file string, opts Options) *Project {
+	names, why := overlayOf(file, base)
+	if names != nil {
+		merged := target{files: []string{base.Index.top[0], file}, dir: t.dir, explicit: true}
+		p := loadOne(ctx, merged, opts)
+		if p.Compose != nil {
+			Resolve(p, opts.Need, opts.needFrom())
+			p.resolveDirectives()
+			p.scope(base)
+			p.Variant = &Variant{File: p.Files[1], Base: p.Files[0], Of: base, Why: takesFrom(names, p.Files[0])}
+			return p
+		}
+		why = "merged over " + base.firstFile() + " it does not load: " + p.Errors[0].Msg
+	}
+	p := loadOne(ctx, target{files: []string{file}, dir: t.dir, explicit: true}, opts)
+	if p.Compose != nil {
+		Resolve(p, opts.Need, opts.needFrom())
+		p.resolveDirectives()
+	}
+	shown := file
+	if len(p.Files) > 0 {
+		shown = p.Files[0]
+	}
+	p.Variant = &Variant{File: shown, Why: why, Of: base}
+	return p
+}
+
+// takesFrom says which services of an overlay take their image or build from the base.
+func takesFrom(names []string, base string) string {
+	if len(names) == 1 {
+		return fmt.Sprintf("service %s takes its image or build from %s", names[0], base)
+	}
+	return fmt.Sprintf("services %s take their image or build from %s", strings.Join(names, ", "), base)
+}
+
+// scope keeps the plans of the services an overlay adds to or changes in its base: the
+// others are the base project's, reported there once. Every plan is kept for lookups
+// (ipc donors).
+func (p *Project) scope(base *Project) {
+	p.all = p.Plans
+	var in []*ShmPlan
+	for _, plan := range p.Plans {
+		for _, l := range p.Index.layers(plan.Service) {
+			if !base.reads(l.file) {
+				in = append(in, plan)
+				break
+			}
+		}
+	}
+	p.Plans = in
+}
