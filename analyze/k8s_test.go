@@ -174,3 +174,19 @@ func TestK8sCorpus(t *testing.T) {
 		t.Fatalf("only %d manifests in the corpus index", n)
 	}
 }
+
+// TestK8sUnboundedOnce checks that a memory emptyDir with neither a sizeLimit nor a memory
+// limit is one SHM103 finding that names both facts.
+func TestK8sUnboundedOnce(t *testing.T) {
+	p := loadOneK8s(t, `apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers: [{name: c, image: busybox, volumeMounts: [{name: dshm, mountPath: /dev/shm}]}]
+  volumes: [{name: dshm, emptyDir: {medium: Memory}}]
+`, nil)
+	fs := Check(p, Config{})
+	if len(fs) != 1 || fs[0].Rule != "SHM103" || !strings.Contains(fs[0].Message, "no sizeLimit and the container has no memory limit") {
+		t.Fatalf("want one SHM103 naming both facts, got %+v", fs)
+	}
+}
