@@ -536,13 +536,10 @@ func (p *Pass) fixTmpfsSize(size int64) (*Fix, error) {
 	return fx, nil
 }
 
-// k8sFits refuses an emptyDir size the container's memory limit cannot hold, and a memory
-// emptyDir for a container without a limit: SHM104 would follow.
+// k8sFits refuses an emptyDir size the container's memory limit cannot hold (SHM104 would
+// follow). Without a memory limit the sizeLimit the fix writes caps the volume.
 func k8sFits(plan *ShmPlan, size int64) error {
-	switch {
-	case plan.MemLimit == nil && plan.Source != SourceEmptyDirMemory:
-		return errors.New("the container has no memory limit, so a memory emptyDir would be bounded by the node alone (SHM104): set resources.limits.memory first")
-	case plan.MemLimit != nil && size >= *plan.MemLimit:
+	if plan.MemLimit != nil && size >= *plan.MemLimit {
 		return fmt.Errorf("the memory limit %s cannot hold a /dev/shm of %s: raise resources.limits.memory first", FormatSize(*plan.MemLimit), FormatSize(size))
 	}
 	return nil

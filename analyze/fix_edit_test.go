@@ -103,7 +103,7 @@ func TestNoFix(t *testing.T) {
 		{"variable", map[string]string{"compose.yaml": "services:\n  db:\n    image: postgres:16\n    shm_size: ${SHM:-64m}\n"}, Config{}, "SHM011", "variable"},
 		{"swarm", map[string]string{"compose.yaml": "services:\n  db:\n    image: postgres:16\n"}, Config{Target: TargetSwarm}, "SHM010", "docker stack deploy"},
 		{"reset", map[string]string{"compose.yaml": "services:\n  db:\n    image: postgres:16\n    shm_size: 1g\n", "compose.override.yaml": "services:\n  db:\n    shm_size: !reset null\n"}, Config{}, "SHM010", "!reset"},
-		{"kubernetes without a memory limit", map[string]string{"pod.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n    - name: vllm\n      image: vllm/vllm-openai\n"}, Config{}, "SHM101", "no memory limit"},
+		{"kubernetes memory limit", map[string]string{"pod.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n    - name: vllm\n      image: vllm/vllm-openai\n      resources: {limits: {memory: 1Gi}}\n"}, Config{}, "SHM101", "memory limit 1 GiB cannot hold"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -24,6 +24,9 @@ const (
 	SourceEmptyDirMemory Source = "emptydir-memory" // an emptyDir with medium: Memory
 	SourceEmptyDirDisk   Source = "emptydir-disk"   // an emptyDir on the node's disk
 	SourceHostPath       Source = "hostpath"        // a hostPath volume
+	// SourceOperator is a memory emptyDir an operator mounts at /dev/shm when the pod
+	// reaches it: KubeRay's shared-mem in the Ray container. K8sPlan.Operator names it.
+	SourceOperator Source = "operator"
 )
 
 // The annotations through which a Kubernetes object or pod template talks to the doctor.
@@ -71,6 +74,9 @@ type K8sPlan struct {
 	// Argo is set for containers of Argo Workflows templates, whose pods also run an
 	// executor the manifest does not show.
 	Argo bool
+	// Operator names the controller that mounts the volume at /dev/shm (SourceOperator):
+	// "KubeRay", "" when the manifest mounts it.
+	Operator string
 
 	// Where fixes edit: the manifest, the container, the mapping holding the pod's volumes
 	// (the pod spec, or an Argo template) and the volume mounted at /dev/shm.
@@ -257,6 +263,11 @@ type k8sResolver struct {
 	// sups are the shmdoctor.io/ignore annotations by position: an object's annotation
 	// covers the containers of every pod spec it holds.
 	sups map[Pos]*suppressor
+	// rayGroups maps the pod spec of a KubeRay head or worker group to the group, whose
+	// rayStartParams decide whether the operator mounts /dev/shm.
+	rayGroups map[*yaml.Node]*yaml.Node
+	// raySubmitters are the pod specs of RayJob submitters: clients of a Ray cluster.
+	raySubmitters map[*yaml.Node]bool
 }
 
 func (r *k8sResolver) pos(n *yaml.Node) Pos {
@@ -297,7 +308,43 @@ func (r *k8sResolver) object(n *yaml.Node) {
 		r.argo(obj, n)
 		return
 	}
+	if strings.HasPrefix(scalar(get(n, "apiVersion")), "ray.io/") {
+		r.rayCluster(kind, n)
+	}
 	r.walk(obj, n, nil, "", nil, 0)
+}
+
+// rayClusterSpecs is where each KubeRay kind holds its RayClusterSpec.
+var rayClusterSpecs = map[string][]string{
+	"RayCluster": {"spec"},
+	"RayService": {"spec", "rayClusterConfig"},
+	"RayJob":     {"spec", "rayClusterSpec"},
+}
+
+// rayCluster records the pod specs of a KubeRay object's head and worker groups, and of
+// a RayJob's submitter, which is not a Ray node: it runs ray job submit against the
+// cluster's dashboard (kuberay, ray-operator/controllers/ray/common/job.go).
+func (r *k8sResolver) rayCluster(kind string, n *yaml.Node) {
+	path, ok := rayClusterSpecs[kind]
+	if !ok {
+		return
+	}
+	if r.rayGroups == nil {
+		r.rayGroups, r.raySubmitters = map[*yaml.Node]*yaml.Node{}, map[*yaml.Node]bool{}
+	}
+	if ps := deref(get(get(get(n, "spec"), "submitterPodTemplate"), "spec")); ps != nil {
+		r.raySubmitters[ps] = true
+	}
+	spec := n
+	for _, k := range path {
+		spec = get(spec, k)
+	}
+	groups := append([]*yaml.Node{deref(get(spec, "headGroupSpec"))}, seq(get(spec, "workerGroupSpecs"))...)
+	for _, g := range groups {
+		if ps := deref(get(get(g, "template"), "spec")); ps != nil {
+			r.rayGroups[ps] = g
+		}
+	}
 }
 
 // structural keys lead to a pod spec without naming a replica or group.
@@ -481,6 +528,13 @@ func (r *k8sResolver) plans(obj k8sObject, group string, spec *yaml.Node, cs []p
 			plan.Need, plan.NeedFrom = ptr(*r.need), r.needFrom
 		}
 		r.volume(plan, c.node, volumes)
+		if g := r.rayGroups[spec]; g != nil && i == 0 {
+			r.kuberay(plan, g, c.node, volumes)
+		}
+		if r.raySubmitters[spec] && plan.Profile != nil && plan.Profile.ID == "ray" {
+			plan.Profile = nil
+			plan.Notes = append(plan.Notes, "a RayJob submitter is a client of the Ray cluster (ray job submit), not a Ray node")
+		}
 		r.predict(plan)
 		r.p.Plans = append(r.p.Plans, plan)
 		for _, s := range sups {
@@ -510,39 +564,83 @@ func (r *k8sResolver) volume(plan *ShmPlan, c *yaml.Node, volumes []*yaml.Node) 
 			continue
 		}
 		k.Volume, k.MountPos = name, r.pos(m)
-		readOnly := scalar(get(m, "readOnly")) == "true"
-		if v == nil {
-			plan.Source = SourceVolume
-			plan.Notes = append(plan.Notes, fmt.Sprintf("volume %s mounted at /dev/shm is not declared in the pod", name))
-			plan.Mount = &Mount{Type: SourceVolume, Source: name, ReadOnly: readOnly, Entry: "volumeMounts"}
-			continue
-		}
-		k.VolumePos, k.volume = r.pos(v), v
-		plan.Mount = &Mount{Source: name, ReadOnly: readOnly, Entry: "volumeMounts"}
-		switch {
-		case get(v, "emptyDir") != nil:
-			ed := get(v, "emptyDir")
-			k.Medium = scalar(get(ed, "medium"))
-			plan.Source = SourceEmptyDirDisk
-			if k.Medium == "Memory" {
-				plan.Source = SourceEmptyDirMemory
-			}
-			if key, sv := getKey(ed, "sizeLimit"); key != nil {
-				if n, err := ParseQuantity(scalar(sv)); err == nil {
-					k.SizeLimit, k.SizeLimitPos = ptr(n), r.pos(key)
-					plan.Configured, plan.Mount.Size = ptr(n), ptr(n)
-				} else {
-					r.p.fail(r.pos(sv), "emptyDir.sizeLimit %q: %v", scalar(sv), err)
-				}
-			}
-		case get(v, "hostPath") != nil:
-			k.HostPath = path.Clean(scalar(get(get(v, "hostPath"), "path")))
-			plan.Source, plan.Mount.Source = SourceHostPath, k.HostPath
-		default:
-			plan.Source = SourceVolume
-		}
-		plan.Mount.Type = plan.Source
+		r.mount(plan, name, scalar(get(m, "readOnly")) == "true", v)
 	}
+}
+
+// mount resolves volume v (nil when the pod does not declare it), mounted at /dev/shm
+// under name.
+func (r *k8sResolver) mount(plan *ShmPlan, name string, readOnly bool, v *yaml.Node) {
+	k := plan.K8s
+	k.Volume = name
+	if v == nil {
+		plan.Source = SourceVolume
+		plan.Notes = append(plan.Notes, fmt.Sprintf("volume %s mounted at /dev/shm is not declared in the pod", name))
+		plan.Mount = &Mount{Type: SourceVolume, Source: name, ReadOnly: readOnly, Entry: "volumeMounts"}
+		return
+	}
+	k.VolumePos, k.volume = r.pos(v), v
+	plan.Mount = &Mount{Source: name, ReadOnly: readOnly, Entry: "volumeMounts"}
+	switch {
+	case get(v, "emptyDir") != nil:
+		ed := get(v, "emptyDir")
+		k.Medium = scalar(get(ed, "medium"))
+		plan.Source = SourceEmptyDirDisk
+		if k.Medium == "Memory" {
+			plan.Source = SourceEmptyDirMemory
+		}
+		if key, sv := getKey(ed, "sizeLimit"); key != nil {
+			if n, err := ParseQuantity(scalar(sv)); err == nil {
+				k.SizeLimit, k.SizeLimitPos = ptr(n), r.pos(key)
+				plan.Configured, plan.Mount.Size = ptr(n), ptr(n)
+			} else {
+				r.p.fail(r.pos(sv), "emptyDir.sizeLimit %q: %v", scalar(sv), err)
+			}
+		}
+	case get(v, "hostPath") != nil:
+		k.HostPath = path.Clean(scalar(get(get(v, "hostPath"), "path")))
+		plan.Source, plan.Mount.Source = SourceHostPath, k.HostPath
+	default:
+		plan.Source = SourceVolume
+	}
+	plan.Mount.Type = plan.Source
+}
+
+// The volume the KubeRay operator mounts at /dev/shm (ray-project/kuberay,
+// ray-operator/controllers/ray/common/pod.go: BuildPod, addEmptyDir, makeEmptyDirVolume).
+const kubeRayShmVolume = "shared-mem"
+
+// kuberay models what the KubeRay operator does to the Ray container of a group (the
+// pod's first container): unless rayStartParams sets plasma-directory or the container
+// already mounts something at /dev/shm, it mounts the pod's volume shared-mem there,
+// adding it as a memory emptyDir sized to the container's memory limit, else its memory
+// request, else unsized.
+func (r *k8sResolver) kuberay(plan *ShmPlan, group, c *yaml.Node, volumes []*yaml.Node) {
+	k := plan.K8s
+	if k.Volume != "" || get(get(group, "rayStartParams"), "plasma-directory") != nil {
+		return
+	}
+	for _, v := range volumes {
+		if scalar(get(v, "name")) == kubeRayShmVolume {
+			// the operator mounts the pod's own volume of that name
+			plan.Notes = append(plan.Notes, fmt.Sprintf("the KubeRay operator mounts the pod's volume %s at /dev/shm", kubeRayShmVolume))
+			r.mount(plan, kubeRayShmVolume, false, v)
+			return
+		}
+	}
+	k.Volume, k.Medium, k.Operator = kubeRayShmVolume, "Memory", "KubeRay"
+	plan.Source = SourceOperator
+	plan.Mount = &Mount{Type: SourceOperator, Source: kubeRayShmVolume, Entry: "volumeMounts"}
+	res := get(c, "resources")
+	sized := "no memory limit or request, so it has no sizeLimit"
+	for _, kind := range []string{"limits", "requests"} {
+		if n, err := ParseQuantity(scalar(get(get(res, kind), "memory"))); err == nil && n > 0 {
+			k.SizeLimit, plan.Mount.Size = ptr(n), ptr(n)
+			sized = fmt.Sprintf("sizeLimit %s, the container's memory %s", FormatSize(n), strings.TrimSuffix(kind, "s"))
+			break
+		}
+	}
+	plan.Notes = append(plan.Notes, fmt.Sprintf("the KubeRay operator mounts memory emptyDir %s at /dev/shm (%s)", kubeRayShmVolume, sized))
 }
 
 // predict sizes /dev/shm as the kubelet and the runtime do: a memory emptyDir is the
@@ -551,7 +649,7 @@ func (r *k8sResolver) volume(plan *ShmPlan, c *yaml.Node, volumes []*yaml.Node) 
 func (r *k8sResolver) predict(plan *ShmPlan) {
 	k := plan.K8s
 	switch {
-	case plan.Source == SourceEmptyDirMemory:
+	case plan.Source == SourceEmptyDirMemory || plan.Source == SourceOperator:
 		var n *int64
 		if k.SizeLimit != nil {
 			n = ptr(*k.SizeLimit)

@@ -174,3 +174,84 @@ func TestK8sCorpus(t *testing.T) {
 		t.Fatalf("only %d manifests in the corpus index", n)
 	}
 }
+
+// TestK8sKubeRay checks the volume the KubeRay operator adds, as its BuildPod does: in the
+// Ray container only, sized to the memory limit, else the request, and not at all under
+// plasma-directory or when the manifest mounts /dev/shm itself.
+func TestK8sKubeRay(t *testing.T) {
+	projects := Load(context.Background(), Options{Paths: []string{"../testdata/k8s/kuberay/raycluster.yaml"}})
+	if len(projects) != 1 || len(projects[0].Errors) > 0 {
+		t.Fatalf("load: %+v", projects)
+	}
+	plans := map[string]*ShmPlan{}
+	for _, p := range projects[0].Plans {
+		plans[p.Service] = p
+	}
+	for _, c := range []struct {
+		service string
+		source  Source
+		size    int64 // the sizeLimit, 0 for none
+	}{
+		{"RayCluster/operator-volume:headGroupSpec/ray-head", SourceOperator, 8 << 30},
+		{"RayCluster/operator-volume:headGroupSpec/proxy", SourceDefault, 0},
+		{"RayCluster/operator-volume:gpu-group/ray-worker", SourceOperator, 32 << 30},
+		{"RayService/plasma:headGroupSpec/ray-head", SourceDefault, 0},
+		{"RayService/plasma:workers/ray-worker", SourceOperator, 16 << 30},
+		{"RayJob/own-volume:headGroupSpec/ray-head", SourceEmptyDirMemory, 0},
+		{"RayJob/own-volume:submitterPodTemplate/submitter", SourceDefault, 0},
+	} {
+		p := plans[c.service]
+		if p == nil {
+			t.Errorf("%s: no plan", c.service)
+			continue
+		}
+		var size int64
+		if p.K8s.SizeLimit != nil {
+			size = *p.K8s.SizeLimit
+		}
+		if p.Source != c.source || size != c.size {
+			t.Errorf("%s: source %s sizeLimit %d, want %s %d", c.service, p.Source, size, c.source, c.size)
+		}
+		if op := p.K8s.Operator; (c.source == SourceOperator) != (op == "KubeRay") {
+			t.Errorf("%s: operator %q", c.service, op)
+		}
+	}
+	// a limit on the only container makes the pod's limit: the prediction is the smaller
+	if p := plans["RayService/plasma:workers/ray-worker"]; p.Predicted == nil || *p.Predicted != 16<<30 || p.K8s.Volume != "shared-mem" {
+		t.Errorf("operator volume: predicted %v volume %q", p.Predicted, p.K8s.Volume)
+	}
+	if p := plans["RayJob/own-volume:submitterPodTemplate/submitter"]; p.Profile != nil {
+		t.Errorf("the RayJob submitter is not a Ray node: profile %s", p.Profile.ID)
+	}
+
+	// a pod volume named shared-mem is what the operator mounts
+	p := loadOneK8s(t, `apiVersion: ray.io/v1
+kind: RayCluster
+metadata: {name: named}
+spec:
+  headGroupSpec:
+    template:
+      spec:
+        containers: [{name: ray-head, image: rayproject/ray:2.41.0, resources: {limits: {memory: 8Gi}}}]
+        volumes: [{name: shared-mem, emptyDir: {}}]
+`, nil)
+	if pl := p.Plans[0]; pl.Source != SourceEmptyDirDisk || pl.K8s.Volume != "shared-mem" || pl.K8s.Operator != "" {
+		t.Errorf("existing shared-mem volume: %s %+v", pl.Source, pl.K8s)
+	}
+}
+
+// TestK8sUnboundedOnce checks that a memory emptyDir with neither a sizeLimit nor a memory
+// limit is one SHM103 finding that names both facts.
+func TestK8sUnboundedOnce(t *testing.T) {
+	p := loadOneK8s(t, `apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers: [{name: c, image: busybox, volumeMounts: [{name: dshm, mountPath: /dev/shm}]}]
+  volumes: [{name: dshm, emptyDir: {medium: Memory}}]
+`, nil)
+	fs := Check(p, Config{})
+	if len(fs) != 1 || fs[0].Rule != "SHM103" || !strings.Contains(fs[0].Message, "no sizeLimit and the container has no memory limit") {
+		t.Fatalf("want one SHM103 naming both facts, got %+v", fs)
+	}
+}

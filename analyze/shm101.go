@@ -15,8 +15,9 @@ var shm101 = Rule{
 		Problematic: "spec:\n  containers:\n    - name: vllm\n      image: vllm/vllm-openai:v0.6.3\n",
 		Correct: "spec:\n  containers:\n    - name: vllm\n      image: vllm/vllm-openai:v0.6.3\n      resources:\n        limits:\n          memory: 16Gi\n" +
 			"      volumeMounts:\n        - name: dshm\n          mountPath: /dev/shm\n  volumes:\n    - name: dshm\n      emptyDir:\n        medium: Memory\n        sizeLimit: 2Gi\n",
-		Exceptions: "Containers that share memory with the node on purpose (hostIPC: true, SHM105) get the node's /dev/shm instead.",
-		Sources:    []string{srcEmptyDir, "vLLM documentation, Using Kubernetes (a 2Gi memory emptyDir at /dev/shm): https://docs.vllm.ai/en/stable/deployment/k8s/"},
+		Exceptions: "Containers that share memory with the node on purpose (hostIPC: true, SHM105) get the node's /dev/shm instead. " +
+			"The Ray container of a KubeRay head or worker group gets a memory emptyDir from the operator, unless rayStartParams sets plasma-directory.",
+		Sources: []string{srcEmptyDir, "vLLM documentation, Using Kubernetes (a 2Gi memory emptyDir at /dev/shm): https://docs.vllm.ai/en/stable/deployment/k8s/"},
 	},
 	Check: func(p *Pass) {
 		plan := p.Plan

@@ -15,8 +15,9 @@ var shm103 = Rule{
 			"kill or node memory pressure instead of ENOSPC.",
 		Problematic: "volumes:\n  - name: dshm\n    emptyDir:\n      medium: Memory\n",
 		Correct:     "volumes:\n  - name: dshm\n    emptyDir:\n      medium: Memory\n      sizeLimit: 2Gi\n",
-		Exceptions:  "A pod whose containers all have memory limits is bounded by them; the rule still asks for an explicit size.",
-		Sources:     []string{srcEmptyDir, srcEmptyDirAPI, srcMemory},
+		Exceptions: "A pod whose containers all have memory limits is bounded by them; the rule still asks for an explicit size. " +
+			"When the container has no memory limit either, the message says so: that is one problem, reported once here, not also under SHM104.",
+		Sources: []string{srcEmptyDir, srcEmptyDirAPI, srcMemory},
 	},
 	Check: func(p *Pass) {
 		plan := p.Plan
@@ -24,9 +25,13 @@ var shm103 = Rule{
 			return
 		}
 		size := recommend(plan)
+		nolimit := ""
+		if plan.MemLimit == nil {
+			nolimit = " and the container has no memory limit"
+		}
 		f := Finding{
 			Pos:     plan.K8s.VolumePos,
-			Message: fmt.Sprintf("memory emptyDir %s at /dev/shm has no sizeLimit: it is bounded only by %s", plan.K8s.Volume, podBound(plan)),
+			Message: fmt.Sprintf("memory emptyDir %s at /dev/shm has no sizeLimit%s: it is bounded only by %s", plan.K8s.Volume, nolimit, podBound(plan)),
 			Remediation: fmt.Sprintf("Add a sizeLimit to the emptyDir:%s%s",
 				emptyDirSnippet(plan, size), k8sMemoryNote(plan, size)),
 		}

@@ -109,6 +109,7 @@ type jsonK8s struct {
 	Container    string   `json:"container"`
 	Volume       string   `json:"volume,omitempty"`
 	Medium       string   `json:"medium,omitempty"`
+	Operator     string   `json:"operator,omitempty"` // the controller that mounts the volume
 	HostIPC      bool     `json:"host_ipc,omitempty"`
 	PodMemory    *int64   `json:"pod_memory_limit_bytes"`
 	Accelerators []string `json:"accelerators,omitempty"`
@@ -180,7 +181,7 @@ func shmJSON(p *analyze.ShmPlan) jsonShm {
 	}
 	if k := p.K8s; k != nil {
 		s.Kubernetes = &jsonK8s{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name, Group: k.Group, Container: k.Container,
-			Volume: k.Volume, Medium: k.Medium, HostIPC: k.HostIPC, Accelerators: k.Accelerators}
+			Volume: k.Volume, Medium: k.Medium, Operator: k.Operator, HostIPC: k.HostIPC, Accelerators: k.Accelerators}
 		if k.AllLimited {
 			s.Kubernetes.PodMemory = k.PodMemLimit
 		}
