@@ -216,7 +216,7 @@ var profiles = []Profile{
 		Note: "Ollama's instructions start ollama/ollama with --gpus=all (NVIDIA) and ollama/ollama:rocm with " +
 			"--device /dev/kfd --device /dev/dri (AMD), and neither with --shm-size nor --ipc=host: one server " +
 			"process runs the models and splits them across GPUs itself.",
-		images:   []string{"ollama/ollama"},
+		images:   []string{"ollama"},
 		commands: []string{"ollama serve"},
 	},
 	{

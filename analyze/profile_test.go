@@ -421,7 +421,7 @@ func TestProfileImagePatterns(t *testing.T) {
 		"timescaledb-ha":                    {"timescale/timescaledb-ha:pg16", "timescale/promscale"},
 		"crunchy-postgres":                  {"registry.developers.crunchydata.com/crunchydata/crunchy-postgres:ubi8-16.2-0", "registry.developers.crunchydata.com/crunchydata/crunchy-postgres-exporter:ubi8-5.5.0"},
 		"crunchy-postgres-gis":              {"registry.developers.crunchydata.com/crunchydata/crunchy-postgres-gis:ubi8-16.2-3.4-0", "crunchydata/crunchy-pgbouncer"},
-		"ollama/ollama":                     {"ollama/ollama:rocm", "ghcr.io/open-webui/open-webui:ollama"},
+		"ollama":                            {"pmoves/ollama:0.12.6", "ghcr.io/ollama-webui/ollama-webui:main"},
 		"text-embeddings-inference":         {"ghcr.io/huggingface/text-embeddings-inference:1.8", "text-embeddings-router-proxy"},
 		"milvusdb/milvus":                   {"milvusdb/milvus:v2.5.2-gpu", "zilliz/attu:v2.4"},
 		"tensorboard":                       {"tensorflow/tensorboard", "tensorflow/tensorflow:latest-gpu"},
