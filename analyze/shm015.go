@@ -8,8 +8,8 @@ var shm015 = Rule{
 	Severity: Info,
 	Title:    "gpu service with no sign of a shared-memory workload",
 	Doc: Doc{
-		Rationale: "A GPU alone does not use /dev/shm: single-process servers (Ollama, TensorBoard, Milvus, " +
-			"embedding and transcoding servers) run on Docker's 64 MiB default with one GPU. What needs more is " +
+		Rationale: "A GPU alone does not use /dev/shm: single-process servers (Ollama, TensorBoard, Milvus, Text Embeddings " +
+			"Inference) run on Docker's 64 MiB default with one GPU. What needs more is " +
 			"what runs on it: PyTorch DataLoader workers, several GPU processes talking through NCCL, or a " +
 			"serving stack whose vendor asks for `--shm-size` (vLLM, SGLang, TGI, Triton, NIM). When none of " +
 			"these shows in the image, the command, the GPU count or `x-shmdoctor`, the doctor says so once, " +
