@@ -281,6 +281,8 @@ func (r *k8sResolver) pos(n *yaml.Node) Pos {
 type k8sObject struct {
 	kind, namespace, name string
 	meta                  []*yaml.Node // metadata mappings, outermost first
+	// replicas counts the pods of a Kubeflow PyTorchJob or MPIJob, 0 for other kinds.
+	replicas int
 }
 
 var argoKinds = map[string]bool{"Workflow": true, "WorkflowTemplate": true, "ClusterWorkflowTemplate": true, "CronWorkflow": true}
@@ -304,6 +306,7 @@ func (r *k8sResolver) object(n *yaml.Node) {
 	if meta != nil {
 		obj.meta = append(obj.meta, meta)
 	}
+	obj.replicas = jobReplicas(kind, get(n, "spec"))
 	if argoKinds[kind] && strings.HasPrefix(scalar(get(n, "apiVersion")), "argoproj.io/") {
 		r.argo(obj, n)
 		return
@@ -518,9 +521,13 @@ func (r *k8sResolver) plans(obj k8sObject, group string, spec *yaml.Node, cs []p
 			}
 		}
 		k.Accelerators = accelerators(c.node)
+		plan.GPUs, plan.GPUVendor = gpuCount(c.node)
 		plan.GPU = len(k.Accelerators) > 0
+		if plan.GPU && plan.GPUs == 0 {
+			plan.GPUs = 1 // TPUs, Gaudi, Neuron: one device, as far as the evidence goes
+		}
 		command := append(scalars0(get(c.node, "command")), scalars0(get(c.node, "args"))...)
-		plan.Profile = DetectProfile(Signals{Image: scalar(get(c.node, "image")), Command: command, GPU: plan.GPU})
+		plan.Profile = DetectProfile(Signals{Image: scalar(get(c.node, "image")), Command: command, GPUs: plan.GPUs, Replicas: obj.replicas})
 		if need != nil {
 			plan.Need, plan.NeedFrom = ptr(*need), needFrom
 		}
@@ -744,6 +751,46 @@ func (r *k8sResolver) ignore(v *yaml.Node) *suppressor {
 
 // acceleratorPrefixes are the extended resources of GPUs and other accelerators.
 var acceleratorPrefixes = []string{"nvidia.com/gpu", "nvidia.com/mig-", "amd.com/gpu", "google.com/tpu", "habana.ai/gaudi", "aws.amazon.com/neuron", "gpu.intel.com/"}
+
+// gpuCount sums the nvidia.com/gpu and amd.com/gpu a container asks for (the larger of its
+// limit and request) and names the vendor.
+func gpuCount(c *yaml.Node) (n int, vendor string) {
+	res := get(c, "resources")
+	for _, v := range []struct{ name, vendor string }{{"nvidia.com/gpu", VendorNVIDIA}, {"amd.com/gpu", VendorAMD}} {
+		most := 0
+		for _, kind := range []string{"limits", "requests"} {
+			if q, err := strconv.Atoi(scalar(get(get(res, kind), v.name))); err == nil && q > most {
+				most = q
+			}
+		}
+		if most > 0 {
+			n, vendor = n+most, v.vendor
+		}
+	}
+	return n, vendor
+}
+
+// jobReplicas counts the pods of a Kubeflow PyTorchJob or MPIJob: the replicas of each
+// replica spec (one when unset, as the training operator defaults it).
+func jobReplicas(kind string, spec *yaml.Node) int {
+	key := map[string]string{"PyTorchJob": "pytorchReplicaSpecs", "MPIJob": "mpiReplicaSpecs"}[kind]
+	specs := get(spec, key)
+	if key == "" || specs == nil || specs.Kind != yaml.MappingNode {
+		return 0
+	}
+	n := 0
+	for i := 1; i < len(specs.Content); i += 2 {
+		if kind == "MPIJob" && specs.Content[i-1].Value == "Launcher" {
+			continue // the launcher runs mpirun, not a GPU process
+		}
+		r, err := strconv.Atoi(scalar(get(specs.Content[i], "replicas")))
+		if err != nil {
+			r = 1
+		}
+		n += r
+	}
+	return n
+}
 
 func accelerators(c *yaml.Node) []string {
 	var out []string

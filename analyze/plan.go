@@ -46,8 +46,12 @@ type ShmPlan struct {
 	Stack   *Ulimit
 	// BuildShmSize is build.shm_size, nil when not set.
 	BuildShmSize *int64
-	GPU          bool
-	Profile      *Profile
+	// GPU is true when the service requests a GPU; GPUs says how many (AllGPUs for all, 1
+	// when the request states no more) and GPUVendor whose ("nvidia", "amd", "" when unknown).
+	GPU       bool
+	GPUs      int
+	GPUVendor string
+	Profile   *Profile
 	// Need is the declared /dev/shm need in bytes, nil when none; NeedFrom says who declared it.
 	Need     *int64
 	NeedFrom string
@@ -98,8 +102,8 @@ func (p *ShmPlan) HostShared() bool {
 }
 
 // Workload reports whether the service uses shared memory: a known consumer, or one that
-// declares a need.
-func (p *ShmPlan) Workload() bool { return p.Profile != nil || p.Need != nil }
+// declares a need. A profile without a minimum (a GPU server that needs none) is not one.
+func (p *ShmPlan) Workload() bool { return p.Profile != nil && p.Profile.MinShm > 0 || p.Need != nil }
 
 // Target is what /dev/shm should hold: the declared need, else the profile's minimum, else 0.
 func (p *ShmPlan) Target() int64 {

@@ -4,14 +4,18 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
 // Profile is a known shared-memory consumer and what it needs from /dev/shm.
 type Profile struct {
-	ID     string // short kebab id: "pytorch", "vllm", "tgi", "triton", "sglang", "ray", "nim", "ngc", "chromium", "postgres", "gpu"
-	Name   string // human name: "PyTorch", "vLLM", ...
-	MinShm int64  // recommended minimum /dev/shm in bytes
+	ID   string // short kebab id: "pytorch", "vllm", "tgi", "triton", "sglang", "ray", "nim", "ngc", "chromium", "postgres", "multi-gpu", "ollama", ...
+	Name string // human name: "PyTorch", "vLLM", ...
+	// MinShm is the recommended minimum /dev/shm in bytes. 0 marks a GPU server whose vendor
+	// runs it on Docker's default /dev/shm: it is no shared-memory workload, and its GPUs are
+	// no evidence of one.
+	MinShm int64
 	Source string // the publication: "vLLM documentation: Using Docker"
 	URL    string // the public page that states it
 	Note   string // one or two sentences: what the source says, lowercase start not required
@@ -34,16 +38,24 @@ type Profile struct {
 	commands []string
 }
 
+// AllGPUs is the GPU count of a request for every GPU of the host (count: all, gpus: all).
+const AllGPUs = -1
+
 // Signals are the facts about one container that identify its workload.
 type Signals struct {
 	Image   string   // as written, e.g. "nvcr.io/nvidia/pytorch:24.01-py3", "vllm/vllm-openai:latest", "${REGISTRY}/x" (may be empty)
 	Command []string // entrypoint words followed by command words (may be empty)
-	GPU     bool     // the container requests a GPU (decided elsewhere)
+	// GPUs is the number of GPUs the container requests (decided elsewhere): 0 for none,
+	// AllGPUs for all of them, 1 when a GPU is requested without a count that says more.
+	GPUs int
+	// Replicas is the number of pods of a distributed training job (PyTorchJob, MPIJob), 0
+	// when the container is not part of one.
+	Replicas int
 }
 
 // profiles is ordered most specific first because DetectProfile takes the first match: a
 // serving stack started from a PyTorch or NGC image is judged by the stack's needs, and the
-// pattern-less "gpu" entry only ever comes from the GPU fallback.
+// pattern-less "multi-gpu" entry only ever comes from the evidence of several GPUs.
 var profiles = []Profile{
 	{
 		ID:     "vllm",
@@ -151,7 +163,7 @@ var profiles = []Profile{
 		// device-plugin and DCGM images, which never touch /dev/shm.
 		images: []string{
 			"nvcr.io/nvidia/tensorflow", "nvcr.io/nvidia/jax", "nvcr.io/nvidia/mxnet",
-			"nvcr.io/nvidia/paddlepaddle", "nvcr.io/nvidia/nemo*", "nvcr.io/nvidia/tensorrt*",
+			"nvcr.io/nvidia/paddlepaddle", "nvcr.io/nvidia/nemo", "nvcr.io/nvidia/tensorrt*",
 			"nvcr.io/nvidia/dgl", "nvcr.io/nvidia/pyg", "nvcr.io/nvidia/modulus", "nvcr.io/nvidia/merlin",
 			"nvcr.io/nvidia/rapidsai", "nvcr.io/nvidia/cuda-dl-base", "nvcr.io/nvidia/deepstream",
 		},
@@ -165,9 +177,15 @@ var profiles = []Profile{
 		Note: "\"When executing docker run for an image that contains a browser please use the flag --shm-size=2g to " +
 			"use the host's shared memory\"; Chromium keeps renderer buffers in /dev/shm and crashes tabs when it fills.",
 		images: []string{
-			"selenium/node-*", "selenium/standalone-*", "seleniarm/node-*", "seleniarm/standalone-*",
+			// Only the images that run a browser: selenium/hub, router, distributor,
+			// node-docker and standalone-docker (which starts browser containers through the
+			// Docker socket), video and the other grid parts run none.
+			"selenium/node-chrom*", "selenium/node-firefox*", "selenium/node-edge*", "selenium/node-all-browsers",
+			"selenium/standalone-chrom*", "selenium/standalone-firefox*", "selenium/standalone-edge*",
+			"selenium/standalone-all-browsers", "seleniarm/node-chromium*", "seleniarm/node-firefox*",
+			"seleniarm/standalone-chromium*", "seleniarm/standalone-firefox*",
 			"browserless/*", "zenika/alpine-chrome", "chromedp/headless-shell",
-			"puppeteer*", "playwright*", "playwright/*",
+			"puppeteer", "playwright", "playwright/*",
 		},
 		commands: []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "playwright test"},
 	},
@@ -184,23 +202,69 @@ var profiles = []Profile{
 		// talks to the database as it is the server binary.
 		images: []string{
 			"postgres", "postgresql", "postgresql-[0-9]*", "pgvector", "postgis",
-			"timescaledb*", "crunchy-postgres*",
+			"timescaledb", "timescaledb-ha", "crunchy-postgres", "crunchy-postgres-gis",
 		},
 	},
+	// The GPU servers below run one process that passes nothing through /dev/shm: their
+	// vendors start them on Docker's default /dev/shm however many GPUs they are given, so
+	// neither their GPUs nor a bare GPU request make them a shared-memory workload.
 	{
-		ID:     "gpu",
-		Name:   "GPU workload",
+		ID:     "ollama",
+		Name:   "Ollama",
+		Source: "Ollama documentation: Docker",
+		URL:    "https://docs.ollama.com/docker",
+		Note: "Ollama's instructions start ollama/ollama with --gpus=all (NVIDIA) and ollama/ollama:rocm with " +
+			"--device /dev/kfd --device /dev/dri (AMD), and neither with --shm-size nor --ipc=host: one server " +
+			"process runs the models and splits them across GPUs itself.",
+		images:   []string{"ollama"},
+		commands: []string{"ollama serve"},
+	},
+	{
+		ID:     "tei",
+		Name:   "Hugging Face Text Embeddings Inference",
+		Source: "Hugging Face Text Embeddings Inference documentation: Quick Tour",
+		URL:    "https://huggingface.co/docs/text-embeddings-inference/quick_tour",
+		Note: "The quick tour starts ghcr.io/huggingface/text-embeddings-inference with --gpus all and no " +
+			"--shm-size or --ipc=host: one router process serves the model.",
+		images:   []string{"text-embeddings-inference"},
+		commands: []string{"text-embeddings-router"},
+	},
+	{
+		ID:     "milvus",
+		Name:   "Milvus",
+		Source: "Milvus documentation: Run Milvus with GPU Support Using Docker Compose",
+		URL:    "https://milvus.io/docs/install_standalone-docker-compose-gpu.md",
+		Note: "Milvus's own GPU compose file (milvus-standalone-docker-compose-gpu.yml) reserves the GPU for " +
+			"milvusdb/milvus:*-gpu and sets no shm_size: the GPU indexes run inside the one Milvus process.",
+		images: []string{"milvusdb/milvus"},
+	},
+	{
+		ID:     "tensorboard",
+		Name:   "TensorBoard",
+		Source: "TensorBoard README",
+		URL:    "https://github.com/tensorflow/tensorboard",
+		Note: "TensorBoard is a web application that reads the event files of training runs; it computes nothing " +
+			"on a GPU and shares no memory between processes, so a GPU reservation on it changes nothing.",
+		images:   []string{"tensorboard"},
+		commands: []string{"tensorboard", "-m tensorboard.main"},
+	},
+	{
+		ID:     "multi-gpu",
+		Name:   "NCCL across several GPUs",
 		MinShm: 1 << 30,
 		Source: "NVIDIA NCCL User Guide: Troubleshooting, Runtime and MPI issues",
 		URL:    "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting/runtime_and_mpi_issues.html",
-		Note: "No more specific profile matched. NCCL creates its shared memory segments in /dev/shm and fails to " +
-			"initialize when they do not fit, and NVIDIA's container guidance is --shm-size=1g --ulimit memlock=-1, " +
-			"so 1 GiB is the conservative floor for any GPU service.",
+		Note: "NCCL keeps the buffers of GPUs that talk through host memory in /dev/shm and fails to initialize when " +
+			"they do not fit, and NVIDIA's container guidance is --shm-size=1g --ulimit memlock=-1. The evidence is " +
+			"several GPUs in one container (a count above 1 or all, device IDs, nvidia.com/gpu above 1), several " +
+			"GPU processes stated in the command (--tensor-parallel-size, --nproc_per_node, --num-shard above 1), " +
+			"a PyTorchJob or MPIJob of several replicas on GPUs, or an MPI launcher (mpirun, mpiexec, horovodrun) on a GPU. " +
+			"One GPU alone is no evidence.",
 		GPUWorkload: true,
 	},
 }
 
-// Profiles returns the profile table, in a fixed order (most specific first, "gpu" last).
+// Profiles returns the profile table, in a fixed order (most specific first, "multi-gpu" last).
 func Profiles() []Profile {
 	return slices.Clone(profiles)
 }
@@ -215,8 +279,10 @@ func ProfileByID(id string) *Profile {
 	return nil
 }
 
-// DetectProfile returns the most specific profile whose image or command patterns match,
-// else the generic "gpu" profile when s.GPU, else nil.
+// DetectProfile returns the most specific profile whose image or command patterns match.
+// Without one, it reads the evidence a GPU service states plainly: several GPUs or GPU
+// processes ("multi-gpu"), or DataLoader workers on a GPU ("pytorch"). A GPU alone is no
+// evidence: the result is nil.
 func DetectProfile(s Signals) *Profile {
 	img := parseProfileImage(s.Image)
 	words := profileCommandWords(s.Command)
@@ -225,10 +291,59 @@ func DetectProfile(s Signals) *Profile {
 			return &p
 		}
 	}
-	if s.GPU {
-		return ProfileByID("gpu")
+	gpu := s.GPUs != 0
+	switch {
+	case s.GPUs > 1 || s.GPUs == AllGPUs, flagValue(words, parallelFlags) > 1,
+		gpu && (s.Replicas > 1 || mpiLaunchers.matchesCommand(words)):
+		return ProfileByID("multi-gpu")
+	case gpu && flagValue(words, workerFlags) > 0 && !slices.ContainsFunc(words, isWebServer):
+		return ProfileByID("pytorch")
 	}
 	return nil
+}
+
+// mpiLaunchers start one process per GPU. They are evidence on a GPU only: an MPIJob's
+// launcher pod runs mpirun without one, and its workers do the work.
+var mpiLaunchers = Profile{commands: []string{"mpirun", "mpiexec", "horovodrun"}}
+
+// parallelFlags state how many GPU processes a command starts: vLLM, SGLang and FastChat
+// tensor and pipeline parallelism, torchrun and accelerate processes, DeepSpeed and Ray
+// Serve GPUs, TGI shards.
+var parallelFlags = []string{
+	"tensor-parallel-size", "tensor_parallel_size", "pipeline-parallel-size", "pipeline_parallel_size",
+	"tp-size", "tp_size", "nproc_per_node", "nproc-per-node", "num_processes", "num-processes",
+	"num_gpus", "num-gpus", "num-shard", "num_shard",
+}
+
+// workerFlags set the PyTorch DataLoader workers of a training or inference script.
+var workerFlags = []string{"workers", "num_workers", "num-workers", "dataloader_num_workers", "dataloader-num-workers"}
+
+// isWebServer tells the servers whose --workers are web workers, not DataLoader workers.
+func isWebServer(word string) bool {
+	switch path.Base(word) {
+	case "uvicorn", "gunicorn", "hypercorn", "granian", "daphne", "celery":
+		return true
+	}
+	return false
+}
+
+// flagValue returns the largest whole number given to any of the flags, as "--flag N" or
+// "--flag=N", and 0 when none is.
+func flagValue(words, flags []string) int {
+	best := 0
+	for i, w := range words {
+		name, value, hasValue := strings.Cut(strings.TrimLeft(w, "-"), "=")
+		if !strings.HasPrefix(w, "--") || !slices.Contains(flags, name) {
+			continue
+		}
+		if !hasValue && i+1 < len(words) {
+			value = words[i+1]
+		}
+		if n, err := strconv.Atoi(value); err == nil && n > best {
+			best = n
+		}
+	}
+	return best
 }
 
 func (p *Profile) matchesImage(img profileImage) bool {

@@ -92,6 +92,11 @@ func TestProfileDetectImage(t *testing.T) {
 		{"selenium/standalone-chrome:latest", "chromium"},
 		{"selenium/standalone-firefox", "chromium"},
 		{"selenium/hub:4.20", ""},
+		{"selenium/router:4.20", ""},
+		{"selenium/distributor:4.20", ""},
+		{"selenium/node-docker:4.20", ""},
+		{"selenium/standalone-docker:4.20", ""},
+		{"selenium/video:ffmpeg-7.0", ""},
 		{"ghcr.io/browserless/chromium", "chromium"},
 		{"browserless/chrome", "chromium"},
 		{"mcr.microsoft.com/playwright:v1.44.0-jammy", "chromium"},
@@ -173,19 +178,46 @@ func TestProfileDetectPrecedence(t *testing.T) {
 		{"sglang beats ray start in its own image",
 			Signals{Image: "lmsysorg/sglang:latest", Command: []string{"ray", "start", "--head"}}, "sglang"},
 		{"triton beats ngc", Signals{Image: "nvcr.io/nvidia/tritonserver:24.01-py3"}, "triton"},
-		{"pytorch image beats ngc", Signals{Image: "nvcr.io/nvidia/pytorch:24.01-py3", GPU: true}, "pytorch"},
+		{"pytorch image beats ngc", Signals{Image: "nvcr.io/nvidia/pytorch:24.01-py3", GPUs: 1}, "pytorch"},
 		{"pytorch launcher beats ngc image",
 			Signals{Image: "nvcr.io/nvidia/nemo:24.05", Command: []string{"torchrun", "train.py"}}, "pytorch"},
-		{"ngc beats gpu", Signals{Image: "nvcr.io/nvidia/tensorflow:24.01-tf2-py3", GPU: true}, "ngc"},
-		{"pytorch beats gpu",
-			Signals{Image: "python:3.11", Command: []string{"torchrun", "train.py"}, GPU: true}, "pytorch"},
-		{"gpu fallback", Signals{Image: "nvidia/cuda:12.2.0-base-ubuntu22.04", GPU: true}, "gpu"},
-		{"gpu fallback without image", Signals{GPU: true}, "gpu"},
-		{"gpu fallback for unresolved image", Signals{Image: "${IMAGE}", GPU: true}, "gpu"},
-		{"gpu fallback for device plugin", Signals{Image: "nvcr.io/nvidia/k8s-device-plugin:v0.15.0", GPU: true}, "gpu"},
+		{"ngc beats multi-gpu", Signals{Image: "nvcr.io/nvidia/tensorflow:24.01-tf2-py3", GPUs: AllGPUs}, "ngc"},
+		{"pytorch beats multi-gpu",
+			Signals{Image: "python:3.11", Command: []string{"torchrun", "train.py"}, GPUs: 2}, "pytorch"},
+
+		// A GPU alone is no evidence.
+		{"one gpu", Signals{Image: "nvidia/cuda:12.2.0-base-ubuntu22.04", GPUs: 1}, ""},
+		{"one gpu without image", Signals{GPUs: 1}, ""},
+		{"one gpu, unresolved image", Signals{Image: "${IMAGE}", GPUs: 1}, ""},
+		{"one gpu, device plugin", Signals{Image: "nvcr.io/nvidia/k8s-device-plugin:v0.15.0", GPUs: 1}, ""},
+		{"one gpu, web workers", Signals{Image: "myorg/api", Command: []string{"uvicorn", "app:app", "--workers", "4"}, GPUs: 1}, ""},
+		{"one gpu, one tensor-parallel rank", Signals{Command: []string{"python", "serve.py", "--tensor-parallel-size", "1"}, GPUs: 1}, ""},
+		{"one gpu, one replica", Signals{Image: "myorg/train", GPUs: 1, Replicas: 1}, ""},
+		{"replicas without a gpu", Signals{Image: "myorg/train", Replicas: 4}, ""},
+		{"dataloader workers without a gpu", Signals{Command: []string{"python", "train.py", "--workers", "8"}}, ""},
+
+		// Several GPUs or GPU processes, stated plainly.
+		{"two gpus", Signals{Image: "nvidia/cuda:12.2.0-base-ubuntu22.04", GPUs: 2}, "multi-gpu"},
+		{"all gpus", Signals{Image: "myorg/app", GPUs: AllGPUs}, "multi-gpu"},
+		{"tensor parallel", Signals{Command: []string{"python", "-m", "fastchat.serve.vllm_worker", "--tensor-parallel-size", "2"}}, "multi-gpu"},
+		{"tensor parallel with =", Signals{Command: []string{"python serve.py --tensor_parallel_size=4"}}, "multi-gpu"},
+		{"deepspeed-mii gpus", Signals{Command: []string{"python", "serve.py", "--num_gpus", "2"}}, "multi-gpu"},
+		{"shards", Signals{Command: []string{"launcher", "--num-shard", "2"}}, "multi-gpu"},
+		{"pytorchjob replicas on gpus", Signals{Image: "myorg/train", GPUs: 1, Replicas: 3}, "multi-gpu"},
+		{"mpirun on a gpu", Signals{Command: []string{"mpirun", "-np", "4", "python", "train.py"}, GPUs: 1}, "multi-gpu"},
+		{"mpijob launcher without a gpu", Signals{Command: []string{"mpirun", "-np", "4", "python", "train.py"}, Replicas: 2}, ""},
+		{"dataloader workers on a gpu", Signals{Command: []string{"python", "train.py", "--workers", "8"}, GPUs: 1}, "pytorch"},
+		{"hf trainer workers on a gpu", Signals{Command: []string{"python", "train.py", "--dataloader_num_workers=4"}, GPUs: 1}, "pytorch"},
+
+		// Single-process GPU servers are no evidence, whatever their GPU count.
+		{"ollama on every gpu", Signals{Image: "ollama/ollama:latest", GPUs: AllGPUs}, "ollama"},
+		{"ollama rocm", Signals{Image: "ollama/ollama:rocm", GPUs: 1}, "ollama"},
+		{"tensorboard", Signals{Image: "tensorflow/tensorflow:latest-gpu", Command: []string{"tensorboard", "--logdir", "/runs"}, GPUs: AllGPUs}, "tensorboard"},
+		{"milvus gpu", Signals{Image: "milvusdb/milvus:v2.5.2-gpu", GPUs: 2}, "milvus"},
+		{"tei", Signals{Image: "ghcr.io/huggingface/text-embeddings-inference:1.8", GPUs: AllGPUs}, "tei"},
 		{"no signals", Signals{}, ""},
 		{"plain app", Signals{Image: "myorg/app:1.0", Command: []string{"./app"}}, ""},
-		{"specific profile wins over gpu", Signals{Image: "postgres:16", GPU: true}, "postgres"},
+		{"specific profile wins over gpus", Signals{Image: "postgres:16", GPUs: 2}, "postgres"},
 	}
 	for _, tt := range tests {
 		if id := profileIDOf(DetectProfile(tt.s)); id != tt.want {
@@ -196,7 +228,8 @@ func TestProfileDetectPrecedence(t *testing.T) {
 
 func TestProfileTable(t *testing.T) {
 	all := Profiles()
-	required := []string{"pytorch", "vllm", "tgi", "triton", "sglang", "ray", "nim", "ngc", "chromium", "postgres", "gpu"}
+	required := []string{"pytorch", "vllm", "tgi", "triton", "sglang", "ray", "nim", "ngc", "chromium", "postgres",
+		"ollama", "tei", "milvus", "tensorboard", "multi-gpu"}
 	seen := map[string]bool{}
 	for _, p := range all {
 		if seen[p.ID] {
@@ -212,7 +245,7 @@ func TestProfileTable(t *testing.T) {
 		if !strings.HasPrefix(p.URL, "https://") || strings.ContainsAny(p.URL, " \t") {
 			t.Errorf("%s: URL %q is not an https link", p.ID, p.URL)
 		}
-		if p.MinShm < 64<<20 {
+		if p.MinShm != 0 && p.MinShm < 64<<20 || p.MinShm == 0 && p.GPUWorkload {
 			t.Errorf("%s: MinShm %d is below Docker's 64 MiB default", p.ID, p.MinShm)
 		}
 		for _, pattern := range p.images {
@@ -236,9 +269,9 @@ func TestProfileTable(t *testing.T) {
 				}
 			}
 		}
-		if p.ID == "gpu" {
+		if p.ID == "multi-gpu" {
 			if len(p.images)+len(p.commands) != 0 {
-				t.Errorf("gpu must only come from the GPU fallback, it has patterns")
+				t.Errorf("multi-gpu must only come from GPU evidence, it has patterns")
 			}
 		} else if len(p.images)+len(p.commands) == 0 {
 			t.Errorf("%s: no image or command patterns", p.ID)
@@ -249,16 +282,16 @@ func TestProfileTable(t *testing.T) {
 			t.Errorf("profile %q is missing", id)
 		}
 	}
-	if n := len(all); n == 0 || all[n-1].ID != "gpu" {
-		t.Errorf("gpu must be the last profile")
+	if n := len(all); n == 0 || all[n-1].ID != "multi-gpu" {
+		t.Errorf("multi-gpu must be the last profile")
 	}
 
-	for _, id := range []string{"pytorch", "ngc", "vllm", "tgi", "triton", "sglang", "nim", "gpu"} {
+	for _, id := range []string{"pytorch", "ngc", "vllm", "tgi", "triton", "sglang", "nim", "multi-gpu"} {
 		if p := ProfileByID(id); p == nil || !p.GPUWorkload {
 			t.Errorf("%s: want GPUWorkload", id)
 		}
 	}
-	for _, id := range []string{"chromium", "postgres"} {
+	for _, id := range []string{"chromium", "postgres", "ollama", "tei", "milvus", "tensorboard"} {
 		if p := ProfileByID(id); p == nil || p.GPUWorkload {
 			t.Errorf("%s: want no GPUWorkload", id)
 		}
@@ -300,17 +333,19 @@ func TestProfileMinShmValues(t *testing.T) {
 	// Pinned so a change to a recommendation is a deliberate edit of both the table and the
 	// rule docs that quote it.
 	want := map[string]int64{
-		"vllm":     2 << 30,
-		"sglang":   32 << 30,
-		"tgi":      1 << 30,
-		"triton":   1 << 30,
-		"nim":      16 << 30,
-		"ray":      2 << 30,
-		"pytorch":  1 << 30,
-		"ngc":      1 << 30,
-		"chromium": 2 << 30,
-		"postgres": 128 << 20,
-		"gpu":      1 << 30,
+		"vllm":      2 << 30,
+		"sglang":    32 << 30,
+		"tgi":       1 << 30,
+		"triton":    1 << 30,
+		"nim":       16 << 30,
+		"ray":       2 << 30,
+		"pytorch":   1 << 30,
+		"ngc":       1 << 30,
+		"chromium":  2 << 30,
+		"postgres":  128 << 20,
+		"multi-gpu": 1 << 30,
+		// GPU servers that need no more than the default.
+		"ollama": 0, "tei": 0, "milvus": 0, "tensorboard": 0,
 	}
 	for id, size := range want {
 		if p := ProfileByID(id); p == nil || p.MinShm != size {
@@ -324,4 +359,93 @@ func profileIDOf(p *Profile) string {
 		return ""
 	}
 	return p.ID
+}
+
+// TestProfileImagePatterns pins every image pattern of the table with an image it must take
+// and a near miss it must leave: a new pattern without both fails here.
+func TestProfileImagePatterns(t *testing.T) {
+	pins := map[string]struct{ hit, miss string }{
+		"vllm/vllm-*":                       {"vllm/vllm-openai:v0.6.4", "vllm/other:1"},
+		"vllm-openai*":                      {"registry.example.com/mirror/vllm-openai:latest", "mirror/openai-vllm"},
+		"rocm/vllm*":                        {"rocm/vllm-dev:main", "rocm/pytorch-vllm-free"},
+		"nvcr.io/nvidia/vllm":               {"nvcr.io/nvidia/vllm:25.11-py3", "nvcr.io/nvidia/vllm-proxy:1"},
+		"sglang":                            {"lmsysorg/sglang:latest", "lmsysorg/sglang-router:latest"},
+		"text-generation-inference":         {"ghcr.io/huggingface/text-generation-inference:3.0", "ghcr.io/huggingface/text-generation-inference-benchmark:1"},
+		"huggingface/tgi-*":                 {"ghcr.io/huggingface/tgi-gaudi:2.0.1", "huggingface/tgi"},
+		"huggingface-pytorch-tgi-inference": {"763104351884.dkr.ecr.us-east-1.amazonaws.com/huggingface-pytorch-tgi-inference:2.3", "huggingface-pytorch-inference:2.1"},
+		"tritonserver":                      {"nvcr.io/nvidia/tritonserver:24.01-py3", "nvcr.io/nvidia/tritonserver-client:24.01"},
+		"nvcr.io/nim":                       {"nvcr.io/nim/meta/llama3-8b-instruct:1.0.0", "example.com/nim/meta/llama3-8b-instruct:1.0.0"},
+		"rayproject/ray*":                   {"rayproject/ray-ml:2.9.0-gpu", "rayproject/kuberay-operator:v1.1.0"},
+		"anyscale/ray*":                     {"anyscale/ray:2.9.0", "anyscale/other:1"},
+		"pytorch/pytorch":                   {"pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime", "pytorch/torchserve:0.11.0-gpu"},
+		"rocm/pytorch*":                     {"rocm/pytorch:latest", "rocm/rocm-terminal"},
+		"bitnami/pytorch":                   {"bitnami/pytorch:2.3", "bitnami/python:3.12"},
+		"nvcr.io/nvidia/pytorch":            {"nvcr.io/nvidia/pytorch:24.01-py3", "nvcr.io/nvidia/pytorch-lightning-proxy:1"},
+		"nvcr.io/nvidia/tensorflow":         {"nvcr.io/nvidia/tensorflow:24.01-tf2-py3", "tensorflow/serving:2.15.0-gpu"},
+		"nvcr.io/nvidia/jax":                {"nvcr.io/nvidia/jax:24.04-py3", "nvcr.io/nvidia/jax-toolbox-proxy:1"},
+		"nvcr.io/nvidia/mxnet":              {"nvcr.io/nvidia/mxnet:23.01-py3", "mxnet/python:gpu"},
+		"nvcr.io/nvidia/paddlepaddle":       {"nvcr.io/nvidia/paddlepaddle:24.01-py3", "paddlepaddle/paddle:2.6.0-gpu"},
+		"nvcr.io/nvidia/nemo":               {"nvcr.io/nvidia/nemo:24.05", "nvcr.io/nvidia/nemo-microservices/nemo-evaluator:25.01"},
+		"nvcr.io/nvidia/tensorrt*":          {"nvcr.io/nvidia/tensorrt-llm/release:0.12.0", "nvcr.io/nvidia/cuda:12.2.0-base-ubuntu22.04"},
+		"nvcr.io/nvidia/dgl":                {"nvcr.io/nvidia/dgl:24.01-py3", "nvcr.io/nvidia/dgl-proxy:1"},
+		"nvcr.io/nvidia/pyg":                {"nvcr.io/nvidia/pyg:24.01-py3", "nvcr.io/nvidia/pygmy:1"},
+		"nvcr.io/nvidia/modulus":            {"nvcr.io/nvidia/modulus/modulus:24.01", "nvcr.io/nvidia/modulus-proxy:1"},
+		"nvcr.io/nvidia/merlin":             {"nvcr.io/nvidia/merlin/merlin-pytorch:23.08", "nvcr.io/nvidia/merlin-proxy:1"},
+		"nvcr.io/nvidia/rapidsai":           {"nvcr.io/nvidia/rapidsai/base:24.04-cuda12.0-py3.11", "rapidsai/base:24.04"},
+		"nvcr.io/nvidia/cuda-dl-base":       {"nvcr.io/nvidia/cuda-dl-base:24.01-cuda12.3-devel-ubuntu22.04", "nvcr.io/nvidia/cuda:12.3.0-devel-ubuntu22.04"},
+		"nvcr.io/nvidia/deepstream":         {"nvcr.io/nvidia/deepstream:7.0-gc-triton-devel", "nvcr.io/nvidia/k8s/dcgm-exporter:3.3.5"},
+		"selenium/node-chrom*":              {"selenium/node-chrome:4.20", "selenium/node-docker:4.20"},
+		"selenium/node-firefox*":            {"selenium/node-firefox:4.20", "selenium/node-base:4.20"},
+		"selenium/node-edge*":               {"selenium/node-edge:4.20", "selenium/node-docker:4.20"},
+		"selenium/node-all-browsers":        {"selenium/node-all-browsers:4.30", "selenium/node-base:4.30"},
+		"selenium/standalone-chrom*":        {"selenium/standalone-chromium:latest", "selenium/standalone-docker:4.20"},
+		"selenium/standalone-firefox*":      {"selenium/standalone-firefox:latest", "selenium/standalone-docker:latest"},
+		"selenium/standalone-edge*":         {"selenium/standalone-edge:latest", "selenium/hub:4.20"},
+		"selenium/standalone-all-browsers":  {"selenium/standalone-all-browsers:4.30", "selenium/router:4.20"},
+		"seleniarm/node-chromium*":          {"seleniarm/node-chromium:4.18", "seleniarm/hub:4.18"},
+		"seleniarm/node-firefox*":           {"seleniarm/node-firefox:4.18", "seleniarm/node-docker:4.18"},
+		"seleniarm/standalone-chromium*":    {"seleniarm/standalone-chromium:latest", "seleniarm/hub:latest"},
+		"seleniarm/standalone-firefox*":     {"seleniarm/standalone-firefox:latest", "seleniarm/distributor:latest"},
+		"browserless/*":                     {"ghcr.io/browserless/chromium:latest", "browserless"},
+		"zenika/alpine-chrome":              {"zenika/alpine-chrome:with-puppeteer", "zenika/alpine-node"},
+		"chromedp/headless-shell":           {"chromedp/headless-shell:latest", "chromedp/other"},
+		"puppeteer":                         {"ghcr.io/puppeteer/puppeteer:22", "myorg/puppeteer-report-viewer"},
+		"playwright":                        {"mcr.microsoft.com/playwright:v1.44.0-jammy", "myorg/playwright-report"},
+		"playwright/*":                      {"mcr.microsoft.com/playwright/python:v1.44.0-jammy", "myorg/playwright-report"},
+		"postgres":                          {"postgres:16-alpine", "prometheuscommunity/postgres-exporter"},
+		"postgresql":                        {"bitnami/postgresql:16", "bitnami/postgresql-repmgr-exporter"},
+		"postgresql-[0-9]*":                 {"registry.redhat.io/rhel9/postgresql-15", "postgresql-exporter"},
+		"pgvector":                          {"pgvector/pgvector:pg16", "pgvector/pgvector-python"},
+		"postgis":                           {"postgis/postgis:16-3.4", "postgis/docker-postgis-builder"},
+		"timescaledb":                       {"timescale/timescaledb:latest-pg16", "timescale/timescaledb-tune"},
+		"timescaledb-ha":                    {"timescale/timescaledb-ha:pg16", "timescale/promscale"},
+		"crunchy-postgres":                  {"registry.developers.crunchydata.com/crunchydata/crunchy-postgres:ubi8-16.2-0", "registry.developers.crunchydata.com/crunchydata/crunchy-postgres-exporter:ubi8-5.5.0"},
+		"crunchy-postgres-gis":              {"registry.developers.crunchydata.com/crunchydata/crunchy-postgres-gis:ubi8-16.2-3.4-0", "crunchydata/crunchy-pgbouncer"},
+		"ollama":                            {"pmoves/ollama:0.12.6", "ghcr.io/ollama-webui/ollama-webui:main"},
+		"text-embeddings-inference":         {"ghcr.io/huggingface/text-embeddings-inference:1.8", "text-embeddings-router-proxy"},
+		"milvusdb/milvus":                   {"milvusdb/milvus:v2.5.2-gpu", "zilliz/attu:v2.4"},
+		"tensorboard":                       {"tensorflow/tensorboard", "tensorflow/tensorflow:latest-gpu"},
+	}
+	seen := map[string]bool{}
+	for _, p := range Profiles() {
+		for _, pattern := range p.images {
+			seen[pattern] = true
+			pin, ok := pins[pattern]
+			if !ok {
+				t.Errorf("%s: image pattern %q has no pinned hit and near miss", p.ID, pattern)
+				continue
+			}
+			if got := profileIDOf(DetectProfile(Signals{Image: pin.hit})); got != p.ID {
+				t.Errorf("%s: %q takes %q as %q, want %q", pattern, pattern, pin.hit, got, p.ID)
+			}
+			if got := profileIDOf(DetectProfile(Signals{Image: pin.miss})); got == p.ID {
+				t.Errorf("%s: near miss %q is taken as %q", pattern, pin.miss, got)
+			}
+		}
+	}
+	for pattern := range pins {
+		if !seen[pattern] {
+			t.Errorf("pin for %q, which is no pattern of the table", pattern)
+		}
+	}
 }

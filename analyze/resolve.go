@@ -58,8 +58,8 @@ func (p *Project) plan(s *types.ServiceConfig) *ShmPlan {
 	}
 	p.memory(plan, s)
 	plan.Memlock, plan.Stack = ulimit(s.Ulimits["memlock"]), ulimit(s.Ulimits["stack"])
-	plan.GPU = usesGPU(s)
-	plan.Profile = DetectProfile(Signals{Image: s.Image, Command: append(append([]string{}, s.Entrypoint...), s.Command...), GPU: plan.GPU})
+	p.gpus(plan, s)
+	plan.Profile = DetectProfile(Signals{Image: s.Image, Command: append(append([]string{}, s.Entrypoint...), s.Command...), GPUs: plan.GPUs})
 	p.intent(plan, s)
 
 	switch {
@@ -311,33 +311,98 @@ func ulimit(u *types.UlimitsConfig) *Ulimit {
 	return &Ulimit{Soft: int64(u.Soft), Hard: int64(u.Hard)}
 }
 
-// usesGPU reports a GPU request in any of the ways compose allows, and AMD or NVIDIA device
-// nodes mapped into the container.
-func usesGPU(s *types.ServiceConfig) bool {
-	if len(s.Gpus) > 0 || s.Runtime == "nvidia" {
-		return true
+// GPU vendors a plan can name.
+const (
+	VendorNVIDIA = "nvidia"
+	VendorAMD    = "amd"
+)
+
+// gpus reads a service's GPU requests in any of the ways compose allows, and AMD or NVIDIA
+// device nodes mapped into the container. A count is taken as written: "all" (or several
+// device IDs, or a number above 1) is several GPUs; a request that states no count gets all
+// of the host's GPUs from the engine, but says nothing about how many there are, so it is
+// one; count: 0 requests none.
+func (p *Project) gpus(plan *ShmPlan, s *types.ServiceConfig) {
+	// add counts the GPUs of a request; atLeast raises the count to what a request implies.
+	vendor := func(v string) {
+		if plan.GPUVendor != VendorNVIDIA {
+			plan.GPUVendor = v
+		}
+	}
+	add := func(n int) {
+		switch {
+		case n == 0:
+			return
+		case n == AllGPUs || plan.GPUs == AllGPUs:
+			plan.GPUs = AllGPUs
+		default:
+			plan.GPUs += n
+		}
+		vendor(VendorNVIDIA)
+	}
+	atLeast := func(n int, v string) {
+		if plan.GPUs != AllGPUs && plan.GPUs < n {
+			plan.GPUs = n
+		}
+		vendor(v)
+	}
+	for i, r := range s.Gpus {
+		add(p.requested(plan, r, i, "gpus"))
+	}
+	if rs, ok := p.value(plan, "gpus"); ok && strings.EqualFold(scalar(rs), "all") {
+		add(AllGPUs)
 	}
 	if s.Deploy != nil && s.Deploy.Resources.Reservations != nil {
-		for _, d := range s.Deploy.Resources.Reservations.Devices {
+		for i, d := range s.Deploy.Resources.Reservations.Devices {
 			if d.Driver == "nvidia" || containsFold(d.Capabilities, "gpu") {
-				return true
+				add(p.requested(plan, d, i, "deploy", "resources", "reservations", "devices"))
 			}
 		}
 	}
+	if s.Runtime == "nvidia" {
+		atLeast(1, VendorNVIDIA)
+	}
 	for _, d := range s.Devices {
 		// AMD ROCm compute (/dev/kfd) and NVIDIA device nodes passed through by hand.
-		if d.Source == "/dev/kfd" || strings.HasPrefix(d.Source, "/dev/nvidia") {
-			return true
+		switch {
+		case d.Source == "/dev/kfd":
+			atLeast(1, VendorAMD)
+		case strings.HasPrefix(d.Source, "/dev/nvidia"):
+			atLeast(1, VendorNVIDIA)
 		}
 	}
 	if v, ok := s.Environment["NVIDIA_VISIBLE_DEVICES"]; ok && v != nil {
-		switch strings.ToLower(*v) {
+		switch ids := strings.ToLower(strings.TrimSpace(*v)); ids {
 		case "", "void", "none":
+		case "all":
+			// The default of NVIDIA's CUDA images, and of every transcoding guide: no
+			// statement about how many GPUs there are.
+			atLeast(1, VendorNVIDIA)
 		default:
-			return true
+			atLeast(len(strings.Split(ids, ",")), VendorNVIDIA)
 		}
 	}
-	return false
+	if strings.HasPrefix(parseProfileImage(s.Image).path, "rocm/") {
+		plan.GPUVendor = VendorAMD
+	}
+	plan.GPU = plan.GPUs != 0
+}
+
+// requested counts the GPUs of one device request: its device IDs, else its count as
+// written ("all" only when the file says so), else one.
+func (p *Project) requested(plan *ShmPlan, r types.DeviceRequest, i int, key ...string) int {
+	switch {
+	case len(r.IDs) > 0:
+		return len(r.IDs)
+	case r.Count != -1:
+		return int(r.Count)
+	}
+	if list, ok := p.value(plan, key...); ok && list != nil && list.Kind == yaml.SequenceNode && i < len(list.Content) {
+		if get(deref(list.Content[i]), "count") != nil {
+			return AllGPUs
+		}
+	}
+	return 1
 }
 
 func containsFold(list []string, s string) bool {

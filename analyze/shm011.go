@@ -66,7 +66,11 @@ var shm011 = Rule{
 func profileSources() []string {
 	var out []string
 	for _, pr := range Profiles() {
-		out = append(out, pr.Name+" ("+FormatSize(pr.MinShm)+"): "+pr.Source+": "+pr.URL)
+		size := FormatSize(pr.MinShm)
+		if pr.MinShm == 0 {
+			size = "no more than the default"
+		}
+		out = append(out, pr.Name+" ("+size+"): "+pr.Source+": "+pr.URL)
 	}
 	return out
 }

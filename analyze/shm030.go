@@ -21,15 +21,18 @@ var shm030 = Rule{
 			"CUDA pin host memory, which the default memlock limit caps.",
 		Problematic: "services:\n  trainer:\n    image: nvcr.io/nvidia/pytorch:24.01-py3\n    shm_size: 2g\n",
 		Correct:     "services:\n  trainer:\n    image: nvcr.io/nvidia/pytorch:24.01-py3\n    shm_size: 2g\n    ulimits:\n      memlock: -1\n      stack: 67108864\n",
-		Exceptions:  "CPU-only use of a GPU image.",
+		Exceptions: "CPU-only use of a GPU image. AMD ROCm services (`/dev/kfd`, `rocm/` images) are " +
+			"not judged: these ulimits are NVIDIA's advice, and ROCm's Docker guide asks for no ulimits (only " +
+			"`--device /dev/kfd --device /dev/dri` and, optionally, `--security-opt seccomp=unconfined`).",
 		Sources: []string{
 			"NVIDIA NCCL User Guide, troubleshooting (--shm-size=1g --ulimit memlock=-1): https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting/runtime_and_mpi_issues.html",
 			"NVIDIA Triton/TensorRT Inference Server, running the server (--ulimit memlock=-1 --ulimit stack=67108864): https://docs.nvidia.com/deeplearning/sdk/inference-server-archived/tensorrt_inference_server_180/inference-release-notes/running.html",
+			"AMD ROCm documentation, Running ROCm Docker containers (--device /dev/kfd --device /dev/dri, no ulimits): https://rocm.docs.amd.com/projects/install-on-linux/en/latest/how-to/docker.html",
 		},
 	},
 	Check: func(p *Pass) {
 		plan := p.Plan
-		if !plan.GPU && (plan.Profile == nil || !plan.Profile.GPUWorkload) {
+		if !plan.GPU && (plan.Profile == nil || !plan.Profile.GPUWorkload) || plan.GPUVendor == VendorAMD {
 			return
 		}
 		var missing []string

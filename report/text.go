@@ -283,7 +283,10 @@ func derivation(p *analyze.ShmPlan) string {
 		fmt.Fprintf(&b, " via %s", strings.Join(p.Via, " -> "))
 	}
 	fmt.Fprintf(&b, ", shm_size %s, predicted %s, memory limit %s", configured(p), predicted(p), limit(p))
-	if p.Profile != nil {
+	switch {
+	case p.Profile != nil && p.Profile.MinShm == 0:
+		fmt.Fprintf(&b, ", profile %s (no minimum)", p.Profile.ID)
+	case p.Profile != nil:
 		fmt.Fprintf(&b, ", profile %s (min %s)", p.Profile.ID, analyze.FormatSize(p.Profile.MinShm))
 	}
 	if p.Need != nil {
