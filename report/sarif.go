@@ -248,10 +248,9 @@ func relativeTo(file, root string) (string, bool) {
 // artifactLocation is a file as SARIF locates it: a relative reference resolved against
 // %SRCROOT% when the file is under the source root (code scanning resolves it against the
 // repository), an absolute file URI with no base otherwise. SARIF 2.1.0 does not forbid ".."
-// segments, but its TC advises producers against them (oasis-tcs/sarif-spec#461: a symbolic
-// link on the way makes them point elsewhere) and code scanning shows no file outside the
-// repository anyway, so a file outside the root keeps its absolute URI (§3.4.4: a location
-// without uriBaseId is absolute).
+// segments, but they are unsafe (oasis-tcs/sarif-spec#461: a symbolic link on the way makes
+// them point elsewhere) and code scanning shows no file outside the repository anyway, so a
+// file outside the root keeps its absolute URI, which needs no uriBaseId (§3.4.4).
 func artifactLocation(file, root string) sarifArtifact {
 	if rel, ok := relativeTo(file, root); ok {
 		return sarifArtifact{URI: (&url.URL{Path: rel}).String(), URIBaseID: srcRoot}

@@ -168,6 +168,7 @@ func TestPreCommitManifest(t *testing.T) {
 const uploadSARIF = "github/codeql-action/upload-sarif@v4"
 
 type workflowStep struct {
+	ID   string            `yaml:"id"`
 	Name string            `yaml:"name"`
 	Uses string            `yaml:"uses"`
 	Run  string            `yaml:"run"`
