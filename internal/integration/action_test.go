@@ -242,7 +242,8 @@ func sarifLocations(t *testing.T, file string) []string {
 // TestGitHubAction checks action.yml (see readAction) and runs its steps as written: the
 // doctor is built from the action's own source, and on the demo stack the log gets
 // annotations, the SARIF file names compose.yaml relative to %SRCROOT% and findings fail
-// the step; on a clean stack it passes; formats and fail-on are honoured.
+// the step; on a clean stack it passes; formats and fail-on are honoured; with probe always
+// the built doctor measures a service on the real engine.
 func TestGitHubAction(t *testing.T) {
 	a := readAction(t)
 	for _, c := range []struct {
@@ -257,9 +258,18 @@ func TestGitHubAction(t *testing.T) {
 		{"clean", "rules/silent", nil, 0, "shmdoctor.sarif", false},
 		{"text, no sarif", "demo", map[string]string{"formats": "text", "fail-on": "never", "path": ". ."}, 0, "", false},
 		{"sarif elsewhere", "demo", map[string]string{"formats": "sarif github", "fail-on": "error", "sarif-file": "out.sarif"}, 1, "out.sarif", true},
+		{"probe", "", map[string]string{"formats": "text", "probe": "always"}, 0, "", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			work := copyTree(t, filepath.Join(root(t), "testdata", filepath.FromSlash(c.stack)))
+			var work string
+			if c.stack != "" {
+				work = copyTree(t, filepath.Join(root(t), "testdata", filepath.FromSlash(c.stack)))
+			} else {
+				work = t.TempDir()
+				if err := os.WriteFile(filepath.Join(work, "compose.yaml"), []byte("services:\n  web:\n    image: nginx\n    shm_size: 256m\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
 			r := runAction(t, a, c.with, work)
 			if r.code != c.code {
 				t.Fatalf("the action exits %d, want %d\n%s", r.code, c.code, r.log)
@@ -273,6 +283,12 @@ func TestGitHubAction(t *testing.T) {
 				if strings.HasPrefix(sc.Text(), "::") {
 					annotations++
 				}
+			}
+			if c.with["probe"] == "always" {
+				if !regexp.MustCompile(`(?m)^\s+web\s+256 MiB\s+256 MiB\s+private.*\s256 MiB\s+ok 256 MiB`).MatchString(r.log) {
+					t.Errorf("probe always: no measurement in the log\n%s", r.log)
+				}
+				return
 			}
 			if c.sarif == "" {
 				if !strings.Contains(r.log, "SHM012") || annotations > 0 {
