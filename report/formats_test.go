@@ -94,8 +94,11 @@ func renderWith(t *testing.T, format string, r *Report, o Options) string {
 	return b.String()
 }
 
+// golden compares got with testdata/name; the module root, which SARIF's %SRCROOT% names,
+// is written as file:///SRCROOT/ so that the file holds for every clone.
 func golden(t *testing.T, name, got string) {
 	t.Helper()
+	got = strings.ReplaceAll(got, `"`+fileURI(moduleRoot(t))+`/"`, `"file:///SRCROOT/"`)
 	testutil.Golden(t, filepath.Join(moduleRoot(t), "report", "testdata", name), got, *update, "go test ./report -update")
 }
 

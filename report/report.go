@@ -19,6 +19,9 @@ type Report struct {
 	Version string
 	// Config is the config file the run read, "" when none.
 	Config string
+	// SourceRoot is the absolute folder SARIF names files relative to (%SRCROOT%); "" is
+	// the working folder.
+	SourceRoot string
 }
 
 // Project is one analysed project.

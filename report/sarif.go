@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -18,6 +19,8 @@ const (
 	toolInfoURI  = "https://github.com/shmdoctor/shmdoctor"
 	ruleDocsURI  = "https://github.com/shmdoctor/shmdoctor/blob/main/docs/rules/"
 	sarifFPField = "shmdoctor/v1"
+	// srcRoot is the URI base every artifact location is relative to: the source root.
+	srcRoot = "%SRCROOT%"
 )
 
 type sarifLog struct {
@@ -27,9 +30,10 @@ type sarifLog struct {
 }
 
 type sarifRun struct {
-	Tool        sarifTool         `json:"tool"`
-	Invocations []sarifInvocation `json:"invocations"`
-	Results     []sarifResult     `json:"results"`
+	Tool               sarifTool                `json:"tool"`
+	OriginalURIBaseIDs map[string]sarifArtifact `json:"originalUriBaseIds,omitempty"`
+	Invocations        []sarifInvocation        `json:"invocations"`
+	Results            []sarifResult            `json:"results"`
 }
 
 type sarifTool struct {
@@ -114,7 +118,8 @@ type sarifPhysicalLocation struct {
 }
 
 type sarifArtifact struct {
-	URI string `json:"uri"`
+	URI       string `json:"uri"`
+	URIBaseID string `json:"uriBaseId,omitempty"`
 }
 
 type sarifRegion struct {
@@ -127,8 +132,18 @@ var sarifLevels = map[analyze.Severity]string{analyze.Error: "error", analyze.Wa
 // SARIF writes the report as a SARIF 2.1.0 log with one run, as GitHub code scanning takes
 // it: every rule of the registry with its documentation, one result per finding (a
 // suppressed one with its suppression), and load errors as tool execution notifications
-// of a failed invocation.
+// of a failed invocation. Files are named relative to %SRCROOT%, the report's source root
+// (the working folder when it has none), so that the log is the same wherever the doctor
+// ran from.
 func SARIF(w io.Writer, r *Report, _ Options) error {
+	root := r.SourceRoot
+	if root == "" {
+		var err error
+		if root, err = os.Getwd(); err != nil {
+			return err
+		}
+	}
+	sarifLoc := func(p analyze.Pos) sarifLocation { return sarifLocAt(p, root) }
 	driver := sarifDriver{Name: "shmdoctor", Version: r.Version, SemanticVersion: semanticVersion(r.Version), InformationURI: toolInfoURI, Rules: []sarifRule{}}
 	index := map[string]int{}
 	for i := range analyze.Rules {
@@ -150,7 +165,11 @@ func SARIF(w io.Writer, r *Report, _ Options) error {
 		}
 		driver.Rules = append(driver.Rules, sr)
 	}
-	run := sarifRun{Tool: sarifTool{driver}, Results: []sarifResult{}}
+	rootURI := fileURI(root)
+	if !strings.HasSuffix(rootURI, "/") {
+		rootURI += "/" // §3.14.14: a base URI ends with a slash
+	}
+	run := sarifRun{Tool: sarifTool{driver}, OriginalURIBaseIDs: map[string]sarifArtifact{srcRoot: {URI: rootURI}}, Results: []sarifResult{}}
 	inv := sarifInvocation{ExecutionSuccessful: r.Errors() == 0}
 	for _, p := range r.Projects {
 		for _, e := range p.Errors {
@@ -165,7 +184,7 @@ func SARIF(w io.Writer, r *Report, _ Options) error {
 				RuleID: f.Rule, RuleIndex: index[f.Rule], Level: sarifLevels[f.Severity],
 				Message:             sarifText{f.Message + ". " + f.Remediation},
 				Locations:           []sarifLocation{sarifLoc(f.Pos)},
-				PartialFingerprints: map[string]string{sarifFPField: fingerprint(f)},
+				PartialFingerprints: map[string]string{sarifFPField: fingerprint(rootRelative(f, root))},
 			}
 			for i, rel := range f.Related {
 				l := sarifLoc(rel)
@@ -205,25 +224,60 @@ func semanticVersion(v string) string {
 	return v
 }
 
-func sarifLoc(p analyze.Pos) sarifLocation {
+func sarifLocAt(p analyze.Pos, root string) sarifLocation {
 	return sarifLocation{PhysicalLocation: sarifPhysicalLocation{
-		ArtifactLocation: sarifArtifact{artifactURI(p.File)},
+		ArtifactLocation: artifactLocation(p.File, root),
 		Region:           sarifRegion{StartLine: max(p.Line, 1), StartColumn: p.Column},
 	}}
 }
 
-// artifactURI is a file as a URI reference: relative with forward slashes when the file is
-// below the working folder (code scanning resolves it against the repository), a file URI
-// otherwise.
-func artifactURI(file string) string {
-	s := filepath.ToSlash(file)
-	if filepath.IsAbs(file) {
-		if !strings.HasPrefix(s, "/") {
-			s = "/" + s // a Windows drive
-		}
-		return (&url.URL{Scheme: "file", Path: s}).String()
+// relativeTo is file (relative to the working folder, or absolute) relative to root with
+// forward slashes, or false when it lies outside root.
+func relativeTo(file, root string) (string, bool) {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return "", false
 	}
-	return (&url.URL{Path: s}).String()
+	rel, err := filepath.Rel(root, abs)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", false
+	}
+	return filepath.ToSlash(rel), true
+}
+
+// artifactLocation is a file as SARIF locates it: a relative reference resolved against
+// %SRCROOT% when the file is under the source root (code scanning resolves it against the
+// repository), an absolute file URI with no base otherwise. SARIF 2.1.0 does not forbid ".."
+// segments, but they are unsafe (oasis-tcs/sarif-spec#461: a symbolic link on the way makes
+// them point elsewhere) and code scanning shows no file outside the repository anyway, so a
+// file outside the root keeps its absolute URI, which needs no uriBaseId (§3.4.4).
+func artifactLocation(file, root string) sarifArtifact {
+	if rel, ok := relativeTo(file, root); ok {
+		return sarifArtifact{URI: (&url.URL{Path: rel}).String(), URIBaseID: srcRoot}
+	}
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		abs = file
+	}
+	return sarifArtifact{URI: fileURI(abs)}
+}
+
+// fileURI is an absolute path as a file URI.
+func fileURI(abs string) string {
+	s := filepath.ToSlash(abs)
+	if !strings.HasPrefix(s, "/") {
+		s = "/" + s // a Windows drive
+	}
+	return (&url.URL{Scheme: "file", Path: s}).String()
+}
+
+// rootRelative is a finding with its file named relative to the source root, so that its
+// fingerprint does not depend on the folder the doctor ran from.
+func rootRelative(f analyze.Finding, root string) analyze.Finding {
+	if rel, ok := relativeTo(f.File, root); ok {
+		f.File = rel
+	}
+	return f
 }
 
 // fingerprint identifies a finding across runs: it does not move when lines are inserted

@@ -106,6 +106,8 @@ type checkFlags struct {
 	showSuppressed bool
 	fix            bool
 	fixWrite       bool
+	// sourceRoot is --source-root: what SARIF names files relative to.
+	sourceRoot string
 }
 
 func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
@@ -125,6 +127,7 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	fs.StringVar(&f.probe, "probe", "auto", "measure /dev/shm in throwaway containers: auto|always|never")
 	fs.DurationVar(&f.probeWait, "probe-timeout", 60*time.Second, "time limit for the whole probe")
 	fs.StringVar(&f.write, "write-probe", "auto", "write probe target: auto, off, or a size such as 512m")
+	fs.StringVar(&f.sourceRoot, "source-root", "", "SARIF names files relative to this `folder` (default: the git repository holding the working folder, else the working folder)")
 	fs.StringVar(&f.color, "color", "auto", "colour: auto|always|never (auto follows the terminal and NO_COLOR)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print only findings and errors")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "show how each service's /dev/shm was derived, and the config file read")
@@ -155,12 +158,16 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return exitUsage, err
 	}
 	cfg.Severity, cfg.Ignore = conf.Severity, conf.Ignore
+	srcRoot, err := sourceRoot(f.sourceRoot, fs.Changed("source-root"))
+	if err != nil {
+		return exitUsage, err
+	}
 
 	projects := analyze.Load(ctx, f.load)
 	if f.fix {
 		return fixProjects(projects, cfg, &f, stdout, stderr)
 	}
-	rep := &report.Report{Version: versionString(), Config: conf.Path}
+	rep := &report.Report{Version: versionString(), Config: conf.Path, SourceRoot: srcRoot}
 	checked := map[*analyze.Project][]analyze.Finding{}
 	for _, p := range projects {
 		rp := &report.Project{Project: p}
@@ -204,6 +211,34 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return exitFindings, nil
 	}
 	return exitClean, nil
+}
+
+// sourceRoot is the absolute folder SARIF names files relative to: dir when it was given,
+// else the nearest folder at or above the working folder holding .git (a folder, or the
+// file of a worktree or submodule), else the working folder.
+func sourceRoot(dir string, given bool) (string, error) {
+	if given {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return "", usagef("--source-root %q: %v", dir, err)
+		}
+		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+			return "", usagef("--source-root %q is not a folder", dir)
+		}
+		return abs, nil
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("finding the source root: %w", err)
+	}
+	for d := cwd; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return cwd, nil
+		}
+	}
 }
 
 // addComposeFlags adds docker compose's own project flags, which every command that loads a

@@ -163,7 +163,12 @@ func TestPreCommitManifest(t *testing.T) {
 	}
 }
 
+// uploadSARIF is upload-sarif at the current major of github/codeql-action: v3 is deprecated
+// (https://github.blog/changelog/2025-10-28-upcoming-deprecation-of-codeql-action-v3/).
+const uploadSARIF = "github/codeql-action/upload-sarif@v4"
+
 type workflowStep struct {
+	ID   string            `yaml:"id"`
 	Name string            `yaml:"name"`
 	Uses string            `yaml:"uses"`
 	Run  string            `yaml:"run"`
@@ -222,6 +227,9 @@ func TestGitHubActionsExample(t *testing.T) {
 	}
 	if len(uses) != 3 || !strings.HasPrefix(uses[0], "actions/checkout@") || !strings.HasPrefix(uses[1], "actions/setup-go@") || sarif == nil {
 		t.Fatalf("actions used: %v, want checkout, setup-go and upload-sarif", uses)
+	}
+	if sarif.Uses != uploadSARIF {
+		t.Errorf("uses %s, want %s", sarif.Uses, uploadSARIF)
 	}
 	// Findings fail the check step: the upload must run anyway.
 	if !strings.Contains(sarif.If, "always()") {
