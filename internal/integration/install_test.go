@@ -92,7 +92,9 @@ func removeAfter(t *testing.T, c *client.Client, ref string) {
 	if _, err := c.ImageInspect(context.Background(), ref); err == nil {
 		return
 	}
-	t.Cleanup(func() { _, _ = c.ImageRemove(context.Background(), ref, client.ImageRemoveOptions{Force: true, PruneChildren: true}) })
+	t.Cleanup(func() {
+		_, _ = c.ImageRemove(context.Background(), ref, client.ImageRemoveOptions{Force: true, PruneChildren: true})
+	})
 }
 
 // TestSelfContained runs the tests that once needed ../shared in a checkout with nothing
