@@ -460,6 +460,43 @@ func (ix *Index) PathPos(path []string) (Pos, bool) {
 	return Pos{}, false
 }
 
+// nodeAt returns the value of the key, or the list item, written at pos; nil if none is.
+func (ix *Index) nodeAt(pos Pos) *yaml.Node {
+	if pos.Line == 0 {
+		return nil
+	}
+	var find func(n *yaml.Node) *yaml.Node
+	find = func(n *yaml.Node) *yaml.Node {
+		for i, c := range n.Content {
+			at := c.Line == pos.Line && c.Column == pos.Column
+			switch {
+			case n.Kind == yaml.MappingNode && i%2 == 0:
+				if at {
+					return n.Content[i+1]
+				}
+			case at && n.Kind == yaml.SequenceNode:
+				return c
+			default:
+				if f := find(c); f != nil {
+					return f
+				}
+			}
+		}
+		return nil
+	}
+	for file, docs := range ix.docs {
+		if ix.display(file) != pos.File {
+			continue
+		}
+		for _, d := range docs {
+			if n := find(d); n != nil {
+				return n
+			}
+		}
+	}
+	return nil
+}
+
 // lookupPath walks mappings along path. reset reports a !reset tag on the way, which removes
 // the value and everything below it, or an !override mapping without the key.
 func lookupPath(n *yaml.Node, path []string) (key, val *yaml.Node, reset bool) {

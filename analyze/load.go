@@ -19,6 +19,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/sirupsen/logrus"
+	"go.yaml.in/yaml/v3"
 )
 
 // Options selects the compose projects to load, with docker compose's own flags.
@@ -456,8 +457,28 @@ var (
 	modelPath  = regexp.MustCompile(`^((?:services|volumes|networks|configs|secrets|include|models)(?:[.\[][^\s:]*)?)(?::| )\s*(.*)$`)
 )
 
-// locate turns a compose-go load error into located errors.
+// locate turns a compose-go load error into located errors. An error about a value written
+// with unset variables names them: the value compose-go refused is not what is written.
 func (p *Project) locate(err error) []*LoadError {
+	errs := p.locateErr(err)
+	for _, e := range errs {
+		if vars := p.unsetAt(e.Pos); len(vars) > 0 {
+			e.Msg += fmt.Sprintf(" (the value is written with %s, not set)", strings.Join(vars, ", "))
+		}
+	}
+	return errs
+}
+
+// unsetAt lists the unset variables the value at pos (a key or a list item) is written with.
+func (p *Project) unsetAt(pos Pos) []string {
+	var vars []string
+	if n := p.Index.nodeAt(pos); n != nil {
+		scalars(n, "", func(_ string, v *yaml.Node) { vars = append(vars, p.env.varsIn(v.Value)...) })
+	}
+	return uniq(vars)
+}
+
+func (p *Project) locateErr(err error) []*LoadError {
 	msg := cleanErr(err)
 	main := Pos{File: p.Files[0]}
 	if m := parseErr.FindStringSubmatch(msg); m != nil {
@@ -468,6 +489,7 @@ func (p *Project) locate(err error) []*LoadError {
 	if m := validErr.FindStringSubmatch(msg); m != nil {
 		msg = m[2]
 	}
+	msg = strings.TrimPrefix(msg, "error while interpolating ")
 	if strings.HasPrefix(msg, "decoding failed due to the following error(s):") {
 		var out []*LoadError
 		for _, l := range strings.Split(err.Error(), "\n")[1:] {

@@ -2,11 +2,15 @@ package analyze
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/shmdoctor/shmdoctor/internal/testutil"
+	"go.yaml.in/yaml/v3"
 )
 
 // TestBadInput gives the loader broken projects: each must give one located, one-line error
@@ -102,6 +106,7 @@ func TestUnsetVariables(t *testing.T) {
     shm_size: ${NIM_SHM}
     mem_limit: ${MEM_LIMIT}
     env_file: secrets.env
+    ports: ["${PORT}:${PORT}", "8080:${HTTP_PORT}"]
     volumes:
       - ${MODEL_DIRECTORY}:/opt/nim/.cache
     environment:
@@ -129,7 +134,7 @@ func TestUnsetVariables(t *testing.T) {
 		t.Errorf("set and defaulted variables: %+v", ok)
 	}
 	notes := strings.Join(p.Notes, "\n")
-	for _, v := range []string{"NIM_SHM", "MEM_LIMIT", "MODEL_DIRECTORY", "NGC_API_KEY"} {
+	for _, v := range []string{"NIM_SHM", "MEM_LIMIT", "MODEL_DIRECTORY", "NGC_API_KEY", "PORT", "HTTP_PORT"} {
 		if !strings.Contains(notes, v) {
 			t.Errorf("notes do not name %s: %q", v, notes)
 		}
@@ -143,5 +148,76 @@ func TestUnsetVariables(t *testing.T) {
 	strict := Load(context.Background(), Options{Paths: []string{dir}, StrictEnv: true})[0]
 	if len(strict.Errors) == 0 || !strings.Contains(strict.Errors[0].Msg, "NGC_API_KEY") {
 		t.Errorf("--strict-env: %v", strict.Errors)
+	}
+}
+
+// TestUnsetEverywhere writes an unset variable in place of every value of a compose file
+// that uses every kind of field compose-go parses strictly (ports, sizes, durations, numbers,
+// booleans, mounts, devices...), in turn: the whole value, then each part between colons. The
+// project must load, note the variable and analyse its services, as for any unset value.
+func TestUnsetEverywhere(t *testing.T) {
+	const unset = "SHMDOCTOR_UNSET_EVERYWHERE"
+	src, err := os.ReadFile("../testdata/load/every-field/compose.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(src, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var values []*yaml.Node
+	scalars(&doc, "", func(key string, v *yaml.Node) {
+		if key != "name" { // a blank project name is docker compose's own error
+			values = append(values, v)
+		}
+	})
+	if len(values) < 140 {
+		t.Fatalf("only %d values in the fixture", len(values))
+	}
+	for _, v := range values {
+		orig, style, tag := v.Value, v.Style, v.Tag
+		parts := strings.Split(orig, ":")
+		variants := map[string]string{"${" + unset + "}": orig} // variant -> the variable's value
+		for i := range parts {
+			if len(parts) > 1 {
+				p := slices.Clone(parts)
+				p[i] = "${" + unset + "}"
+				variants[strings.Join(p, ":")] = parts[i]
+			}
+		}
+		for variant, value := range variants {
+			v.Value, v.Style, v.Tag = variant, yaml.DoubleQuotedStyle, "!!str"
+			b, err := yaml.Marshal(&doc)
+			v.Value, v.Style, v.Tag = orig, style, tag
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := testutil.WriteFiles(t, map[string]string{"compose.yaml": string(b)})
+			p := Load(context.Background(), Options{Paths: []string{dir}})[0]
+			where := fmt.Sprintf("line %d %q", v.Line, variant)
+			if len(p.Errors) > 0 {
+				// Where compose-go refuses the value even with the variable set, docker compose
+				// cannot run the file either: the error must then say where and which variable.
+				t.Setenv(unset, value)
+				set := Load(context.Background(), Options{Paths: []string{dir}})[0]
+				os.Unsetenv(unset)
+				if len(set.Errors) == 0 {
+					t.Errorf("%s: %v", where, p.Errors)
+				} else if e := p.Errors[0]; e.Line == 0 || !strings.Contains(e.Msg, unset) {
+					t.Errorf("%s: the error does not name the line and the variable: %v", where, e)
+				}
+				continue
+			}
+			if p.Compose == nil {
+				t.Errorf("%s: not loaded", where)
+				continue
+			}
+			if len(p.Compose.Services) != 2 {
+				t.Errorf("%s: %d services analysed", where, len(p.Compose.Services))
+			}
+			if !strings.Contains(strings.Join(p.Notes, "\n"), unset) {
+				t.Errorf("%s: no note names the variable: %q", where, p.Notes)
+			}
+		}
 	}
 }
