@@ -128,6 +128,10 @@ func (ix *Index) add(path string, content []byte) error {
 				ix.docs[path] = docs
 				return &LoadError{Pos: Pos{File: ix.display(path), Line: root.Line, Column: root.Column}, Msg: "a compose file must be a mapping of top-level keys (services, volumes, ...)"}
 			}
+			if dup, first := duplicateKey(doc.Content[0]); dup != nil {
+				ix.docs[path] = docs
+				return &LoadError{Pos: Pos{File: ix.display(path), Line: dup.Line, Column: dup.Column}, Msg: fmt.Sprintf("invalid YAML: mapping key %q already defined at line %d", dup.Value, first.Line)}
+			}
 			if n := expandedSize(doc.Content[0], map[*yaml.Node]int64{}); n > maxExpandedNodes {
 				ix.docs[path] = docs
 				return &LoadError{Pos: Pos{File: ix.display(path), Line: doc.Line}, Msg: fmt.Sprintf("YAML aliases expand to more than %d nodes: refusing an alias bomb", maxExpandedNodes)}
@@ -611,21 +615,23 @@ func expandedSize(n *yaml.Node, memo map[*yaml.Node]int64) int64 {
 	return size
 }
 
-// yamlError turns a YAML parser error into a located one.
+// yamlError turns a YAML parser error into one located at the offending token. yaml.v3
+// reports the line where the enclosing construct starts (its context mark), not where the
+// problem is: the token is found again by parsing growing prefixes from that line on, the
+// first prefix that fails with the same problem ending at it. An unclosed flow collection is
+// located at its unclosed bracket.
 func yamlError(file string, content []byte, err error) error {
-	msg := err.Error()
-	msg = strings.TrimPrefix(msg, "yaml: ")
-	var line int
-	if _, e := fmt.Sscanf(msg, "line %d:", &line); e == nil {
-		msg = strings.TrimSpace(msg[strings.Index(msg, ":")+1:])
-		if parserError(msg) {
-			line++ // yaml.v3 reports parser errors with a 0-based line
-		}
-		if last := bytes.Count(bytes.TrimRight(content, "\n"), []byte("\n")) + 1; line > last {
-			line = last // the problem was found at the end of the file: point at its last line
-		}
+	line, msg := splitYAMLError(err)
+	if line > 0 && parserError(msg) {
+		line++ // yaml.v3 reports parser errors with a 0-based line
 	}
-	return &LoadError{Pos: Pos{File: file, Line: line}, Msg: "invalid YAML: " + msg}
+	pos := Pos{File: file, Line: line}
+	if off := problemOffset(content, line, msg); off >= 0 {
+		pos.Line, pos.Column = lineCol(content, off)
+	} else if last := bytes.Count(bytes.TrimRight(content, "\n"), []byte("\n")) + 1; line > last {
+		pos.Line = last // the problem was found at the end of the file: point at its last line
+	}
+	return &LoadError{Pos: pos, Msg: "invalid YAML: " + msg}
 }
 
 // parserError tells yaml.v3's parser errors from its scanner errors by their messages.
@@ -637,6 +643,123 @@ func parserError(msg string) bool {
 		}
 	}
 	return false
+}
+
+// splitYAMLError splits "yaml: line 3: problem" into 3 and "problem".
+func splitYAMLError(err error) (int, string) {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	var line int
+	if _, e := fmt.Sscanf(msg, "line %d:", &line); e == nil {
+		msg = strings.TrimSpace(msg[strings.Index(msg, ":")+1:])
+	}
+	return line, msg
+}
+
+// maxProblemLines bounds the search for a syntax error's token after its context line.
+const maxProblemLines = 200
+
+// problemOffset finds the byte offset of the token a syntax error is about, -1 if not found.
+func problemOffset(content []byte, line int, msg string) int {
+	if last := bytes.Count(bytes.TrimRight(content, "\n"), []byte("\n")) + 1; line > last {
+		line = last // found at the end of the file
+	}
+	line = max(line, 1)
+	fails := func(n int) bool {
+		dec := yaml.NewDecoder(bytes.NewReader(content[:n]))
+		for {
+			var doc yaml.Node
+			err := dec.Decode(&doc)
+			if err == nil {
+				continue
+			}
+			_, m := splitYAMLError(err)
+			return !errors.Is(err, io.EOF) && m == msg
+		}
+	}
+	// The first line, from the context line on, whose end makes the prefix fail; then the
+	// first byte of that line that does.
+	start := lineStart(content, line)
+	if start < 0 {
+		return -1
+	}
+	for end, n := start, 0; end < len(content) && n < maxProblemLines; n++ {
+		next := bytes.IndexByte(content[end:], '\n')
+		if next < 0 {
+			next = len(content)
+		} else {
+			next += end + 1
+		}
+		if fails(next) {
+			for k := end + 1; k <= next; k++ {
+				if fails(k) {
+					if strings.Contains(msg, "',' or") {
+						return unclosedBracket(content[:next])
+					}
+					return k - 1
+				}
+			}
+			return end
+		}
+		end = next
+	}
+	return -1
+}
+
+// unclosedBracket returns the offset of the last flow bracket in b that is not closed.
+func unclosedBracket(b []byte) int {
+	depth := 0
+	for i := len(b) - 1; i >= 0; i-- {
+		switch b[i] {
+		case ']', '}':
+			depth++
+		case '[', '{':
+			if depth == 0 {
+				return i
+			}
+			depth--
+		}
+	}
+	return len(b) - 1
+}
+
+// lineStart is the offset where a 1-based line starts, -1 past the end.
+func lineStart(content []byte, line int) int {
+	off := 0
+	for l := 1; l < line; l++ {
+		i := bytes.IndexByte(content[off:], '\n')
+		if i < 0 {
+			return -1
+		}
+		off += i + 1
+	}
+	return off
+}
+
+// lineCol is the 1-based line and column of a byte offset; columns count characters.
+func lineCol(content []byte, off int) (int, int) {
+	before := content[:off]
+	nl := bytes.LastIndexByte(before, '\n')
+	return bytes.Count(before, []byte("\n")) + 1, utf8.RuneCount(before[nl+1:]) + 1
+}
+
+// duplicateKey finds a key written twice in one mapping, which docker compose refuses
+// (yaml.v3's decoder does, into a map) but a yaml.Node accepts: the error is at the second key.
+func duplicateKey(n *yaml.Node) (dup, first *yaml.Node) {
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i < len(n.Content); i += 2 {
+			for j := i + 2; j < len(n.Content); j += 2 {
+				if a, b := n.Content[i], n.Content[j]; a.Kind == b.Kind && a.Value == b.Value {
+					return b, a
+				}
+			}
+		}
+	}
+	for _, c := range n.Content {
+		if dup, first := duplicateKey(c); dup != nil {
+			return dup, first
+		}
+	}
+	return nil, nil
 }
 
 // fileKeys are the keys whose values name other files.

@@ -221,3 +221,42 @@ func TestUnsetEverywhere(t *testing.T) {
 		}
 	}
 }
+
+// TestYAMLSyntaxPosition checks that a YAML syntax error is reported at the offending token,
+// for each class of error yaml.v3 produces, not where the enclosing construct starts.
+func TestYAMLSyntaxPosition(t *testing.T) {
+	cases := []struct {
+		name, src string
+		line, col int
+		msg       string
+	}{
+		{"bad indentation", "services:\n  a:\n    image: x\n   shm_size: 1g\n", 4, 4, "did not find expected key"},
+		{"bad indentation deeper", "services:\n  a:\n    image: x\n    environment:\n      A: 1\n     B: 2\n", 6, 6, "did not find expected key"},
+		{"over-indented key", "services:\n  a:\n    image: x\n     shm_size: 1g\n", 4, 14, "mapping values are not allowed"},
+		{"value after a value", "services:\n  a:\n    image: x\n    command: a: b\n", 4, 15, "mapping values are not allowed"},
+		{"list item in a mapping", "services:\n  a:\n    image: x\n    - y\n", 4, 5, "did not find expected key"},
+		{"unclosed flow sequence", "services:\n  a:\n    image: x\n    ports: [8080, 80\n  b:\n    image: y\n", 4, 12, "',' or ']'"},
+		{"unclosed flow mapping", "services:\n  a:\n    image: x\n    labels: {a: b\n  b:\n    image: y\n", 4, 13, "',' or '}'"},
+		{"unclosed flow at the end", "services:\n  a:\n    image: x\n    shm_size: [1\n", 4, 15, "',' or ']'"},
+		{"unclosed nested flow", "services:\n  a:\n    image: x\n    command: [sh, -c,\n      [a, b]\n  b:\n    image: y\n", 4, 14, ""},
+		{"tab indentation", "services:\n  a:\n    image: x\n\tshm_size: 1g\n", 4, 1, "tab"},
+		{"unclosed double quote", "services:\n  a:\n    image: x\n    shm_size: \"1g\n    ipc: host\n", 4, 15, "end of stream"},
+		{"unclosed single quote", "services:\n  a:\n    image: 'x\n    ipc: host\n", 3, 12, "end of stream"},
+		{"duplicate key", "services:\n  a:\n    image: x\n    shm_size: 1g\n    image: y\n", 5, 5, `mapping key "image" already defined at line 3`},
+		{"duplicate service", "services:\n  a:\n    image: x\n  a:\n    image: y\n", 4, 3, `mapping key "a" already defined at line 2`},
+		{"error in a second document", "services:\n  a:\n    image: x\n---\nservices:\n  b:\n   image: y\n  shm_size: [\n", 8, 13, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := testutil.WriteFiles(t, map[string]string{"compose.yaml": c.src})
+			p := Load(context.Background(), Options{Paths: []string{dir}})[0]
+			if len(p.Errors) != 1 {
+				t.Fatalf("errors: %v", p.Errors)
+			}
+			e := p.Errors[0]
+			if e.Line != c.line || e.Column != c.col || !strings.Contains(e.Msg, "invalid YAML") || !strings.Contains(e.Msg, c.msg) {
+				t.Errorf("got %d:%d %q, want %d:%d %q", e.Line, e.Column, e.Msg, c.line, c.col, c.msg)
+			}
+		})
+	}
+}
