@@ -61,10 +61,13 @@ var unsetValues = map[string]unsetValue{
 	"ports.[]": {value: "1"}, "ports.[].target": {value: "0"}, "ports.[].published": {value: ""},
 	"ports.[].host_ip": {value: "0.0.0.0"}, "extra_hosts.[]": {value: "unset:0.0.0.0"},
 	"extra_hosts.*": {value: "0.0.0.0"}, "volumes.[].type": {value: "volume"},
-	"volumes.[]": {placeholder: "/unset/"}, "volumes.[].source": {placeholder: "/unset/"},
-	"volumes.[].target": {placeholder: "/unset/"}, "env_file": {placeholder: "/unset/"},
-	"env_file.[]": {placeholder: "/unset/"}, "env_file.[].path": {placeholder: "/unset/"},
+	"volumes.[]": {placeholder: placeholder}, "volumes.[].source": {placeholder: placeholder},
+	"volumes.[].target": {placeholder: placeholder}, "env_file": {placeholder: placeholder},
+	"env_file.[]": {placeholder: placeholder}, "env_file.[].path": {placeholder: placeholder},
 }
+
+// placeholder stands for an unset variable in a path.
+const placeholder = "/unset/"
 
 // unsetValue is a neutral value, or a placeholder written in place of each unset variable.
 type unsetValue struct{ value, placeholder string }

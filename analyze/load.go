@@ -282,7 +282,32 @@ func loadOne(ctx context.Context, t target, opts Options) *Project {
 	if vars := p.env.unset(); len(vars) > 0 && !opts.StrictEnv {
 		p.Notes = append(p.Notes, fmt.Sprintf("variables not set: %s; values that depend on them are marked and analysed as unset", strings.Join(vars, ", ")))
 	}
+	if missing := p.missingEnvFiles(); len(missing) > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("env_file not found: %s; docker compose stops at a missing env_file unless it is marked required: false", strings.Join(missing, ", ")))
+	}
 	return p
+}
+
+// missingEnvFiles lists the required env files that do not exist, with their services. The
+// doctor reads no env_file (environment values are never its input), so one that is missing
+// does not stop the analysis; --strict-env makes it an error, as in docker compose. A path
+// written with an unset variable is left to the note about variables.
+func (p *Project) missingEnvFiles() []string {
+	if p.Compose == nil {
+		return nil
+	}
+	var out []string
+	for _, name := range p.Compose.ServiceNames() {
+		for _, f := range p.Compose.Services[name].EnvFiles {
+			if !f.Required || strings.HasPrefix(f.Path, placeholder) {
+				continue
+			}
+			if _, err := os.Stat(f.Path); errors.Is(err, fs.ErrNotExist) {
+				out = append(out, fmt.Sprintf("%s (%s)", p.Index.display(f.Path), name))
+			}
+		}
+	}
+	return out
 }
 
 var unsetLog = regexp.MustCompile(`^The "(\w+)" variable is not set`)

@@ -115,6 +115,10 @@ func TestUnsetVariables(t *testing.T) {
     image: alpine
     shm_size: ${SHMDOCTOR_TEST_SET}
     mem_limit: ${UNSET_WITH_DEFAULT:-4g}
+    env_file:
+      - path: optional.env
+        required: false
+      - ${ENV_DIR}/app.env
 `})
 	p := Load(context.Background(), Options{Paths: []string{dir}})[0]
 	if len(p.Errors) > 0 {
@@ -134,10 +138,13 @@ func TestUnsetVariables(t *testing.T) {
 		t.Errorf("set and defaulted variables: %+v", ok)
 	}
 	notes := strings.Join(p.Notes, "\n")
-	for _, v := range []string{"NIM_SHM", "MEM_LIMIT", "MODEL_DIRECTORY", "NGC_API_KEY", "PORT", "HTTP_PORT"} {
+	for _, v := range []string{"NIM_SHM", "MEM_LIMIT", "MODEL_DIRECTORY", "NGC_API_KEY", "PORT", "HTTP_PORT", "ENV_DIR"} {
 		if !strings.Contains(notes, v) {
 			t.Errorf("notes do not name %s: %q", v, notes)
 		}
+	}
+	if !strings.Contains(notes, "secrets.env (nim);") || !strings.Contains(notes, "env_file not found: ") || strings.Contains(notes, "optional.env") || strings.Contains(notes, "app.env") {
+		t.Errorf("notes about env files: %q", notes)
 	}
 	if strings.Contains(notes, "UNSET_WITH_DEFAULT") || strings.Contains(notes, "SHMDOCTOR_TEST_SET") {
 		t.Errorf("notes name variables that resolved: %q", notes)
