@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"unicode/utf8"
 
@@ -655,54 +656,53 @@ func splitYAMLError(err error) (int, string) {
 	return line, msg
 }
 
-// maxProblemLines bounds the search for a syntax error's token after its context line.
-const maxProblemLines = 200
+// maxProblemFile bounds the search for a syntax error's token, which parses a few dozen
+// prefixes of the file.
+const maxProblemFile = 1 << 20
 
 // problemOffset finds the byte offset of the token a syntax error is about, -1 if not found.
+// Once a prefix holds the offending token, it fails as the whole file does: the first line,
+// from the context line on, whose end makes the prefix fail, then the first byte of that line
+// that does, are found by bisection.
 func problemOffset(content []byte, line int, msg string) int {
 	if last := bytes.Count(bytes.TrimRight(content, "\n"), []byte("\n")) + 1; line > last {
 		line = last // found at the end of the file
 	}
-	line = max(line, 1)
+	start := lineStart(content, max(line, 1))
+	if start < 0 || len(content) > maxProblemFile {
+		return -1
+	}
 	fails := func(n int) bool {
 		dec := yaml.NewDecoder(bytes.NewReader(content[:n]))
 		for {
 			var doc yaml.Node
-			err := dec.Decode(&doc)
-			if err == nil {
-				continue
+			if err := dec.Decode(&doc); err != nil {
+				_, m := splitYAMLError(err)
+				return !errors.Is(err, io.EOF) && m == msg
 			}
-			_, m := splitYAMLError(err)
-			return !errors.Is(err, io.EOF) && m == msg
 		}
 	}
-	// The first line, from the context line on, whose end makes the prefix fail; then the
-	// first byte of that line that does.
-	start := lineStart(content, line)
-	if start < 0 {
+	var ends []int // where each line from the context line on ends, its newline included
+	for off := start; off < len(content); {
+		i := bytes.IndexByte(content[off:], '\n')
+		if i < 0 {
+			i = len(content) - off - 1
+		}
+		off += i + 1
+		ends = append(ends, off)
+	}
+	l := sort.Search(len(ends), func(i int) bool { return fails(ends[i]) })
+	if l == len(ends) {
 		return -1
 	}
-	for end, n := start, 0; end < len(content) && n < maxProblemLines; n++ {
-		next := bytes.IndexByte(content[end:], '\n')
-		if next < 0 {
-			next = len(content)
-		} else {
-			next += end + 1
-		}
-		if fails(next) {
-			for k := end + 1; k <= next; k++ {
-				if fails(k) {
-					if strings.Contains(msg, "',' or") {
-						return unclosedBracket(content[:next])
-					}
-					return k - 1
-				}
-			}
-			return end
-		}
-		end = next
+	if strings.Contains(msg, "',' or") {
+		return unclosedBracket(content[:ends[l]])
 	}
-	return -1
+	from := start
+	if l > 0 {
+		from = ends[l-1]
+	}
+	return from + sort.Search(ends[l]-from, func(j int) bool { return fails(from + j + 1) })
 }
 
 // unclosedBracket returns the offset of the last flow bracket in b that is not closed.
