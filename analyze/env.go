@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -58,8 +59,9 @@ var unsetValues = map[string]unsetValue{
 	"max_attempts": {value: "0"}, "parallelism": {value: "0"}, "max_failure_ratio": {value: "0"},
 	"max_replicas_per_node": {value: "0"}, "order": {value: "stop-first"},
 	"pull_policy": {value: "missing"}, "healthcheck.test.[]": {value: "NONE"},
+	// A port is read by none of the rules: an entry written with an unset variable is port 1.
 	"ports.[]": {value: "1"}, "ports.[].target": {value: "0"}, "ports.[].published": {value: ""},
-	"ports.[].host_ip": {value: "0.0.0.0"}, "extra_hosts.[]": {value: "unset:0.0.0.0"},
+	"ports.[].host_ip": {value: "0.0.0.0"}, "extra_hosts.[]": {value: "unset-%d:0.0.0.0"},
 	"extra_hosts.*": {value: "0.0.0.0"}, "volumes.[].type": {value: "volume"},
 	"volumes.[]": {placeholder: placeholder}, "volumes.[].source": {placeholder: placeholder},
 	"volumes.[].target": {placeholder: placeholder}, "env_file": {placeholder: placeholder},
@@ -70,6 +72,8 @@ var unsetValues = map[string]unsetValue{
 const placeholder = "/unset/"
 
 // unsetValue is a neutral value, or a placeholder written in place of each unset variable.
+// A %d in the value is a number that tells apart the values of a list whose items must be
+// unique.
 type unsetValue struct{ value, placeholder string }
 
 // unsetValueAt finds what a value at path gets when it depends on an unset variable.
@@ -159,8 +163,12 @@ func (e *envTracker) substitute(value string, mapping template.Mapping) (string,
 	}
 	e.mu.Lock()
 	e.missing[value] = uniq(append(e.missing[value], missing...))
+	n := len(e.missing)
 	e.mu.Unlock()
 	if u, ok := e.values[value]; ok && u.placeholder == "" {
+		if strings.Contains(u.value, "%d") {
+			return fmt.Sprintf(u.value, n), nil
+		}
 		return u.value, nil
 	}
 	return out, nil

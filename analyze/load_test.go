@@ -106,7 +106,10 @@ func TestUnsetVariables(t *testing.T) {
     shm_size: ${NIM_SHM}
     mem_limit: ${MEM_LIMIT}
     env_file: secrets.env
-    ports: ["${PORT}:${PORT}", "8080:${HTTP_PORT}"]
+    ports: ["${PORT}:${PORT}", "8080:${HTTP_PORT}", "${BIND_IP}:8000:8000"]
+    extra_hosts: ["db:${DB_IP}", "cache:${CACHE_IP}"]
+    healthcheck:
+      test: ${HEALTHCHECK}
     volumes:
       - ${MODEL_DIRECTORY}:/opt/nim/.cache
     environment:
@@ -138,7 +141,7 @@ func TestUnsetVariables(t *testing.T) {
 		t.Errorf("set and defaulted variables: %+v", ok)
 	}
 	notes := strings.Join(p.Notes, "\n")
-	for _, v := range []string{"NIM_SHM", "MEM_LIMIT", "MODEL_DIRECTORY", "NGC_API_KEY", "PORT", "HTTP_PORT", "ENV_DIR"} {
+	for _, v := range []string{"NIM_SHM", "MEM_LIMIT", "MODEL_DIRECTORY", "NGC_API_KEY", "PORT", "HTTP_PORT", "ENV_DIR", "BIND_IP", "DB_IP", "CACHE_IP", "HEALTHCHECK"} {
 		if !strings.Contains(notes, v) {
 			t.Errorf("notes do not name %s: %q", v, notes)
 		}
