@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"unicode/utf8"
 
@@ -127,6 +128,10 @@ func (ix *Index) add(path string, content []byte) error {
 			if root := doc.Content[0]; root.Kind != yaml.MappingNode && !(root.Kind == yaml.ScalarNode && root.Tag == "!!null") {
 				ix.docs[path] = docs
 				return &LoadError{Pos: Pos{File: ix.display(path), Line: root.Line, Column: root.Column}, Msg: "a compose file must be a mapping of top-level keys (services, volumes, ...)"}
+			}
+			if dup, first := duplicateKey(doc.Content[0]); dup != nil {
+				ix.docs[path] = docs
+				return &LoadError{Pos: Pos{File: ix.display(path), Line: dup.Line, Column: dup.Column}, Msg: fmt.Sprintf("invalid YAML: mapping key %q already defined at line %d", dup.Value, first.Line)}
 			}
 			if n := expandedSize(doc.Content[0], map[*yaml.Node]int64{}); n > maxExpandedNodes {
 				ix.docs[path] = docs
@@ -460,6 +465,43 @@ func (ix *Index) PathPos(path []string) (Pos, bool) {
 	return Pos{}, false
 }
 
+// nodeAt returns the value of the key, or the list item, written at pos; nil if none is.
+func (ix *Index) nodeAt(pos Pos) *yaml.Node {
+	if pos.Line == 0 {
+		return nil
+	}
+	var find func(n *yaml.Node) *yaml.Node
+	find = func(n *yaml.Node) *yaml.Node {
+		for i, c := range n.Content {
+			at := c.Line == pos.Line && c.Column == pos.Column
+			switch {
+			case n.Kind == yaml.MappingNode && i%2 == 0:
+				if at {
+					return n.Content[i+1]
+				}
+			case at && n.Kind == yaml.SequenceNode:
+				return c
+			default:
+				if f := find(c); f != nil {
+					return f
+				}
+			}
+		}
+		return nil
+	}
+	for file, docs := range ix.docs {
+		if ix.display(file) != pos.File {
+			continue
+		}
+		for _, d := range docs {
+			if n := find(d); n != nil {
+				return n
+			}
+		}
+	}
+	return nil
+}
+
 // lookupPath walks mappings along path. reset reports a !reset tag on the way, which removes
 // the value and everything below it, or an !override mapping without the key.
 func lookupPath(n *yaml.Node, path []string) (key, val *yaml.Node, reset bool) {
@@ -574,21 +616,23 @@ func expandedSize(n *yaml.Node, memo map[*yaml.Node]int64) int64 {
 	return size
 }
 
-// yamlError turns a YAML parser error into a located one.
+// yamlError turns a YAML parser error into one located at the offending token. yaml.v3
+// reports the line where the enclosing construct starts (its context mark), not where the
+// problem is: the token is found again by parsing growing prefixes from that line on, the
+// first prefix that fails with the same problem ending at it. An unclosed flow collection is
+// located at its unclosed bracket.
 func yamlError(file string, content []byte, err error) error {
-	msg := err.Error()
-	msg = strings.TrimPrefix(msg, "yaml: ")
-	var line int
-	if _, e := fmt.Sscanf(msg, "line %d:", &line); e == nil {
-		msg = strings.TrimSpace(msg[strings.Index(msg, ":")+1:])
-		if parserError(msg) {
-			line++ // yaml.v3 reports parser errors with a 0-based line
-		}
-		if last := bytes.Count(bytes.TrimRight(content, "\n"), []byte("\n")) + 1; line > last {
-			line = last // the problem was found at the end of the file: point at its last line
-		}
+	line, msg := splitYAMLError(err)
+	if line > 0 && parserError(msg) {
+		line++ // yaml.v3 reports parser errors with a 0-based line
 	}
-	return &LoadError{Pos: Pos{File: file, Line: line}, Msg: "invalid YAML: " + msg}
+	pos := Pos{File: file, Line: line}
+	if off := problemOffset(content, line, msg); off >= 0 {
+		pos.Line, pos.Column = lineCol(content, off)
+	} else if last := bytes.Count(bytes.TrimRight(content, "\n"), []byte("\n")) + 1; line > last {
+		pos.Line = last // the problem was found at the end of the file: point at its last line
+	}
+	return &LoadError{Pos: pos, Msg: "invalid YAML: " + msg}
 }
 
 // parserError tells yaml.v3's parser errors from its scanner errors by their messages.
@@ -600,6 +644,122 @@ func parserError(msg string) bool {
 		}
 	}
 	return false
+}
+
+// splitYAMLError splits "yaml: line 3: problem" into 3 and "problem".
+func splitYAMLError(err error) (int, string) {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	var line int
+	if _, e := fmt.Sscanf(msg, "line %d:", &line); e == nil {
+		msg = strings.TrimSpace(msg[strings.Index(msg, ":")+1:])
+	}
+	return line, msg
+}
+
+// maxProblemFile bounds the search for a syntax error's token, which parses a few dozen
+// prefixes of the file.
+const maxProblemFile = 1 << 20
+
+// problemOffset finds the byte offset of the token a syntax error is about, -1 if not found.
+// Once a prefix holds the offending token, it fails as the whole file does: the first line,
+// from the context line on, whose end makes the prefix fail, then the first byte of that line
+// that does, are found by bisection.
+func problemOffset(content []byte, line int, msg string) int {
+	if last := bytes.Count(bytes.TrimRight(content, "\n"), []byte("\n")) + 1; line > last {
+		line = last // found at the end of the file
+	}
+	start := lineStart(content, max(line, 1))
+	if start < 0 || len(content) > maxProblemFile {
+		return -1
+	}
+	fails := func(n int) bool {
+		dec := yaml.NewDecoder(bytes.NewReader(content[:n]))
+		for {
+			var doc yaml.Node
+			if err := dec.Decode(&doc); err != nil {
+				_, m := splitYAMLError(err)
+				return !errors.Is(err, io.EOF) && m == msg
+			}
+		}
+	}
+	var ends []int // where each line from the context line on ends, its newline included
+	for off := start; off < len(content); {
+		i := bytes.IndexByte(content[off:], '\n')
+		if i < 0 {
+			i = len(content) - off - 1
+		}
+		off += i + 1
+		ends = append(ends, off)
+	}
+	l := sort.Search(len(ends), func(i int) bool { return fails(ends[i]) })
+	if l == len(ends) {
+		return -1
+	}
+	if strings.Contains(msg, "',' or") {
+		return unclosedBracket(content[:ends[l]])
+	}
+	from := start
+	if l > 0 {
+		from = ends[l-1]
+	}
+	return from + sort.Search(ends[l]-from, func(j int) bool { return fails(from + j + 1) })
+}
+
+// unclosedBracket returns the offset of the last flow bracket in b that is not closed.
+func unclosedBracket(b []byte) int {
+	depth := 0
+	for i := len(b) - 1; i >= 0; i-- {
+		switch b[i] {
+		case ']', '}':
+			depth++
+		case '[', '{':
+			if depth == 0 {
+				return i
+			}
+			depth--
+		}
+	}
+	return len(b) - 1
+}
+
+// lineStart is the offset where a 1-based line starts, -1 past the end.
+func lineStart(content []byte, line int) int {
+	off := 0
+	for l := 1; l < line; l++ {
+		i := bytes.IndexByte(content[off:], '\n')
+		if i < 0 {
+			return -1
+		}
+		off += i + 1
+	}
+	return off
+}
+
+// lineCol is the 1-based line and column of a byte offset; columns count characters.
+func lineCol(content []byte, off int) (int, int) {
+	before := content[:off]
+	nl := bytes.LastIndexByte(before, '\n')
+	return bytes.Count(before, []byte("\n")) + 1, utf8.RuneCount(before[nl+1:]) + 1
+}
+
+// duplicateKey finds a key written twice in one mapping, which docker compose refuses
+// (yaml.v3's decoder does, into a map) but a yaml.Node accepts: the error is at the second key.
+func duplicateKey(n *yaml.Node) (dup, first *yaml.Node) {
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i < len(n.Content); i += 2 {
+			for j := i + 2; j < len(n.Content); j += 2 {
+				if a, b := n.Content[i], n.Content[j]; a.Kind == b.Kind && a.Value == b.Value {
+					return b, a
+				}
+			}
+		}
+	}
+	for _, c := range n.Content {
+		if dup, first := duplicateKey(c); dup != nil {
+			return dup, first
+		}
+	}
+	return nil, nil
 }
 
 // fileKeys are the keys whose values name other files.

@@ -19,6 +19,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/sirupsen/logrus"
+	"go.yaml.in/yaml/v3"
 )
 
 // Options selects the compose projects to load, with docker compose's own flags.
@@ -319,7 +320,32 @@ func loadOne(ctx context.Context, t target, opts Options) *Project {
 	if vars := p.env.unset(); len(vars) > 0 && !opts.StrictEnv {
 		p.Notes = append(p.Notes, fmt.Sprintf("variables not set: %s; values that depend on them are marked and analysed as unset", strings.Join(vars, ", ")))
 	}
+	if missing := p.missingEnvFiles(); len(missing) > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("env_file not found: %s; docker compose stops at a missing env_file unless it is marked required: false", strings.Join(missing, ", ")))
+	}
 	return p
+}
+
+// missingEnvFiles lists the required env files that do not exist, with their services. The
+// doctor reads no env_file (environment values are never its input), so one that is missing
+// does not stop the analysis; --strict-env makes it an error, as in docker compose. A path
+// written with an unset variable is left to the note about variables.
+func (p *Project) missingEnvFiles() []string {
+	if p.Compose == nil {
+		return nil
+	}
+	var out []string
+	for _, name := range p.Compose.ServiceNames() {
+		for _, f := range p.Compose.Services[name].EnvFiles {
+			if !f.Required || strings.HasPrefix(f.Path, placeholder) {
+				continue
+			}
+			if _, err := os.Stat(f.Path); errors.Is(err, fs.ErrNotExist) {
+				out = append(out, fmt.Sprintf("%s (%s)", p.Index.display(f.Path), name))
+			}
+		}
+	}
+	return out
 }
 
 var unsetLog = regexp.MustCompile(`^The "(\w+)" variable is not set`)
@@ -494,8 +520,28 @@ var (
 	modelPath  = regexp.MustCompile(`^((?:services|volumes|networks|configs|secrets|include|models)(?:[.\[][^\s:]*)?)(?::| )\s*(.*)$`)
 )
 
-// locate turns a compose-go load error into located errors.
+// locate turns a compose-go load error into located errors. An error about a value written
+// with unset variables names them: the value compose-go refused is not what is written.
 func (p *Project) locate(err error) []*LoadError {
+	errs := p.locateErr(err)
+	for _, e := range errs {
+		if vars := p.unsetAt(e.Pos); len(vars) > 0 {
+			e.Msg += fmt.Sprintf(" (the value is written with %s, not set)", strings.Join(vars, ", "))
+		}
+	}
+	return errs
+}
+
+// unsetAt lists the unset variables the value at pos (a key or a list item) is written with.
+func (p *Project) unsetAt(pos Pos) []string {
+	var vars []string
+	if n := p.Index.nodeAt(pos); n != nil {
+		scalars(n, "", func(_ string, v *yaml.Node) { vars = append(vars, p.env.varsIn(v.Value)...) })
+	}
+	return uniq(vars)
+}
+
+func (p *Project) locateErr(err error) []*LoadError {
 	msg := cleanErr(err)
 	main := Pos{File: p.Files[0]}
 	if m := parseErr.FindStringSubmatch(msg); m != nil {
@@ -506,6 +552,7 @@ func (p *Project) locate(err error) []*LoadError {
 	if m := validErr.FindStringSubmatch(msg); m != nil {
 		msg = m[2]
 	}
+	msg = strings.TrimPrefix(msg, "error while interpolating ")
 	if strings.HasPrefix(msg, "decoding failed due to the following error(s):") {
 		var out []*LoadError
 		for _, l := range strings.Split(err.Error(), "\n")[1:] {

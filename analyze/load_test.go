@@ -2,11 +2,15 @@ package analyze
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/shmdoctor/shmdoctor/internal/testutil"
+	"go.yaml.in/yaml/v3"
 )
 
 // TestBadInput gives the loader broken projects: each must give one located, one-line error
@@ -102,6 +106,10 @@ func TestUnsetVariables(t *testing.T) {
     shm_size: ${NIM_SHM}
     mem_limit: ${MEM_LIMIT}
     env_file: secrets.env
+    ports: ["${PORT}:${PORT}", "8080:${HTTP_PORT}", "${BIND_IP}:8000:8000"]
+    extra_hosts: ["db:${DB_IP}", "cache:${CACHE_IP}"]
+    healthcheck:
+      test: ${HEALTHCHECK}
     volumes:
       - ${MODEL_DIRECTORY}:/opt/nim/.cache
     environment:
@@ -110,6 +118,10 @@ func TestUnsetVariables(t *testing.T) {
     image: alpine
     shm_size: ${SHMDOCTOR_TEST_SET}
     mem_limit: ${UNSET_WITH_DEFAULT:-4g}
+    env_file:
+      - path: optional.env
+        required: false
+      - ${ENV_DIR}/app.env
 `})
 	p := Load(context.Background(), Options{Paths: []string{dir}})[0]
 	if len(p.Errors) > 0 {
@@ -129,10 +141,13 @@ func TestUnsetVariables(t *testing.T) {
 		t.Errorf("set and defaulted variables: %+v", ok)
 	}
 	notes := strings.Join(p.Notes, "\n")
-	for _, v := range []string{"NIM_SHM", "MEM_LIMIT", "MODEL_DIRECTORY", "NGC_API_KEY"} {
+	for _, v := range []string{"NIM_SHM", "MEM_LIMIT", "MODEL_DIRECTORY", "NGC_API_KEY", "PORT", "HTTP_PORT", "ENV_DIR", "BIND_IP", "DB_IP", "CACHE_IP", "HEALTHCHECK"} {
 		if !strings.Contains(notes, v) {
 			t.Errorf("notes do not name %s: %q", v, notes)
 		}
+	}
+	if !strings.Contains(notes, "secrets.env (nim);") || !strings.Contains(notes, "env_file not found: ") || strings.Contains(notes, "optional.env") || strings.Contains(notes, "app.env") {
+		t.Errorf("notes about env files: %q", notes)
 	}
 	if strings.Contains(notes, "UNSET_WITH_DEFAULT") || strings.Contains(notes, "SHMDOCTOR_TEST_SET") {
 		t.Errorf("notes name variables that resolved: %q", notes)
@@ -143,5 +158,115 @@ func TestUnsetVariables(t *testing.T) {
 	strict := Load(context.Background(), Options{Paths: []string{dir}, StrictEnv: true})[0]
 	if len(strict.Errors) == 0 || !strings.Contains(strict.Errors[0].Msg, "NGC_API_KEY") {
 		t.Errorf("--strict-env: %v", strict.Errors)
+	}
+}
+
+// TestUnsetEverywhere writes an unset variable in place of every value of a compose file
+// that uses every kind of field compose-go parses strictly (ports, sizes, durations, numbers,
+// booleans, mounts, devices...), in turn: the whole value, then each part between colons. The
+// project must load, note the variable and analyse its services, as for any unset value.
+func TestUnsetEverywhere(t *testing.T) {
+	const unset = "SHMDOCTOR_UNSET_EVERYWHERE"
+	src, err := os.ReadFile("../testdata/load/every-field/compose.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(src, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var values []*yaml.Node
+	scalars(&doc, "", func(key string, v *yaml.Node) {
+		if key != "name" { // a blank project name is docker compose's own error
+			values = append(values, v)
+		}
+	})
+	if len(values) < 140 {
+		t.Fatalf("only %d values in the fixture", len(values))
+	}
+	for _, v := range values {
+		orig, style, tag := v.Value, v.Style, v.Tag
+		parts := strings.Split(orig, ":")
+		variants := map[string]string{"${" + unset + "}": orig} // variant -> the variable's value
+		for i := range parts {
+			if len(parts) > 1 {
+				p := slices.Clone(parts)
+				p[i] = "${" + unset + "}"
+				variants[strings.Join(p, ":")] = parts[i]
+			}
+		}
+		for variant, value := range variants {
+			v.Value, v.Style, v.Tag = variant, yaml.DoubleQuotedStyle, "!!str"
+			b, err := yaml.Marshal(&doc)
+			v.Value, v.Style, v.Tag = orig, style, tag
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := testutil.WriteFiles(t, map[string]string{"compose.yaml": string(b)})
+			p := Load(context.Background(), Options{Paths: []string{dir}})[0]
+			where := fmt.Sprintf("line %d %q", v.Line, variant)
+			if len(p.Errors) > 0 {
+				// Where compose-go refuses the value even with the variable set, docker compose
+				// cannot run the file either: the error must then say where and which variable.
+				t.Setenv(unset, value)
+				set := Load(context.Background(), Options{Paths: []string{dir}})[0]
+				os.Unsetenv(unset)
+				if len(set.Errors) == 0 {
+					t.Errorf("%s: %v", where, p.Errors)
+				} else if e := p.Errors[0]; e.Line == 0 || !strings.Contains(e.Msg, unset) {
+					t.Errorf("%s: the error does not name the line and the variable: %v", where, e)
+				}
+				continue
+			}
+			if p.Compose == nil {
+				t.Errorf("%s: not loaded", where)
+				continue
+			}
+			if len(p.Compose.Services) != 2 {
+				t.Errorf("%s: %d services analysed", where, len(p.Compose.Services))
+			}
+			if !strings.Contains(strings.Join(p.Notes, "\n"), unset) {
+				t.Errorf("%s: no note names the variable: %q", where, p.Notes)
+			}
+		}
+	}
+}
+
+// TestYAMLSyntaxPosition checks that a YAML syntax error is reported at the offending token,
+// for each class of error yaml.v3 produces, not where the enclosing construct starts.
+func TestYAMLSyntaxPosition(t *testing.T) {
+	cases := []struct {
+		name, src string
+		line, col int
+		msg       string
+	}{
+		{"bad indentation", "services:\n  a:\n    image: x\n   shm_size: 1g\n", 4, 4, "did not find expected key"},
+		{"bad indentation deeper", "services:\n  a:\n    image: x\n    environment:\n      A: 1\n     B: 2\n", 6, 6, "did not find expected key"},
+		{"over-indented key", "services:\n  a:\n    image: x\n     shm_size: 1g\n", 4, 14, "mapping values are not allowed"},
+		{"value after a value", "services:\n  a:\n    image: x\n    command: a: b\n", 4, 15, "mapping values are not allowed"},
+		{"list item in a mapping", "services:\n  a:\n    image: x\n    - y\n", 4, 5, "did not find expected key"},
+		{"unclosed flow sequence", "services:\n  a:\n    image: x\n    ports: [8080, 80\n  b:\n    image: y\n", 4, 12, "',' or ']'"},
+		{"unclosed flow mapping", "services:\n  a:\n    image: x\n    labels: {a: b\n  b:\n    image: y\n", 4, 13, "',' or '}'"},
+		{"unclosed flow at the end", "services:\n  a:\n    image: x\n    shm_size: [1\n", 4, 15, "',' or ']'"},
+		{"unclosed nested flow", "services:\n  a:\n    image: x\n    command: [sh, -c,\n      [a, b]\n  b:\n    image: y\n", 4, 14, ""},
+		{"tab indentation", "services:\n  a:\n    image: x\n\tshm_size: 1g\n", 4, 1, "tab"},
+		{"unclosed double quote", "services:\n  a:\n    image: x\n    shm_size: \"1g\n    ipc: host\n", 4, 15, "end of stream"},
+		{"unclosed single quote", "services:\n  a:\n    image: 'x\n    ipc: host\n", 3, 12, "end of stream"},
+		{"duplicate key", "services:\n  a:\n    image: x\n    shm_size: 1g\n    image: y\n", 5, 5, `mapping key "image" already defined at line 3`},
+		{"duplicate service", "services:\n  a:\n    image: x\n  a:\n    image: y\n", 4, 3, `mapping key "a" already defined at line 2`},
+		{"error in a second document", "services:\n  a:\n    image: x\n---\nservices:\n  b:\n   image: y\n  shm_size: [\n", 8, 13, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := testutil.WriteFiles(t, map[string]string{"compose.yaml": c.src})
+			p := Load(context.Background(), Options{Paths: []string{dir}})[0]
+			if len(p.Errors) != 1 {
+				t.Fatalf("errors: %v", p.Errors)
+			}
+			e := p.Errors[0]
+			if e.Line != c.line || e.Column != c.col || !strings.Contains(e.Msg, "invalid YAML") || !strings.Contains(e.Msg, c.msg) {
+				t.Errorf("got %d:%d %q, want %d:%d %q", e.Line, e.Column, e.Msg, c.line, c.col, c.msg)
+			}
+		})
 	}
 }

@@ -158,6 +158,7 @@ type jsonOut struct {
 		Errors []struct {
 			File    string
 			Line    int
+			Column  int
 			Message string
 		}
 		Notes   []string
