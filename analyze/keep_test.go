@@ -72,9 +72,9 @@ func keeps(before, after shmNow) bool {
 }
 
 // advisedSize finds the /dev/shm sizes a remediation names: shm_size: 2g, shm_size 2g,
-// size=2g, size: 2g, sizeLimit: 2Gi, tmpfs.size 2147483648, Raise ... to 2g. Memory
+// shm_size explicitly (2g), size=2g, size: 2g, sizeLimit: 2Gi, tmpfs.size 2147483648, Raise ... to 2g. Memory
 // limits and ulimits are written otherwise and not matched.
-var advisedSize = regexp.MustCompile(`(?:shm_size:?|size=|\bsize:|sizeLimit:|tmpfs\.size|\bRaise (?:shm_size|sizeLimit|the /dev/shm tmpfs size|shm_size on service \S+) to) *([0-9]+(?:[kmgtKMGT]i?[bB]?|[bB])?)\b`)
+var advisedSize = regexp.MustCompile(`(?:shm_size:?|shm_size explicitly \(|size=|\bsize:|sizeLimit:|tmpfs\.size|\bRaise (?:shm_size|sizeLimit|the /dev/shm tmpfs size|shm_size on service \S+) to) *([0-9]+(?:[kmgtKMGT]i?[bB]?|[bB])?)\b`)
 
 func advisedSizes(t *testing.T, text string) []int64 {
 	t.Helper()
