@@ -352,12 +352,8 @@ func (p *Pass) fixPrivate() (*Fix, error) {
 	if plan.Mount != nil {
 		return fx, nil
 	}
-	size := int64(0)
-	if plan.Configured != nil {
-		size = *plan.Configured
-	}
-	if size == 0 || size < plan.Target() {
-		size = recommend(plan)
+	size := keepSize(plan)
+	if plan.Configured == nil || size != *plan.Configured {
 		es, err := p.Project.setKey(plan.Service, ShmKey, ComposeSize(size))
 		if err != nil {
 			return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,17 +23,21 @@ var updateFixes = flag.Bool("update-fixes", false, "rewrite the golden diffs of 
 func findingKey(f Finding) string { return f.Rule + " " + f.Service }
 
 // fixRound loads a project, checks it and applies the fixes, writing the patched files
-// back. It returns the findings and the fixes applied.
-func fixRound(t *testing.T, path string, cfg Config, need *int64) ([]Finding, []*Fix) {
+// back. It returns the findings, the fixes applied and each service's /dev/shm before
+// them, and checks that no remediation advises less /dev/shm than a service has.
+func fixRound(t *testing.T, path string, cfg Config, need *int64, k *keepStats) ([]Finding, []*Fix, map[string]shmNow) {
 	t.Helper()
 	var findings []Finding
 	var applied []*Fix
+	plans := map[string]shmNow{}
 	for _, p := range Load(context.Background(), Options{Paths: []string{path}, Need: need}) {
 		for _, e := range p.Errors {
 			t.Fatalf("load error: %v", e)
 		}
 		fs := Check(p, cfg)
 		findings = append(findings, fs...)
+		checkAdvice(t, k, p, fs)
+		maps.Copy(plans, plansOf(p))
 		var fixes []*Fix
 		for _, f := range fs {
 			if f.Fix != nil {
@@ -50,7 +55,7 @@ func fixRound(t *testing.T, path string, cfg Config, need *int64) ([]Finding, []
 		}
 		applied = append(applied, pt.Applied...)
 	}
-	return findings, applied
+	return findings, applied, plans
 }
 
 // fixCase is a project to fix in a folder of its own.
@@ -61,13 +66,15 @@ type fixCase struct {
 	need   *int64
 	ref    string // the reference docker compose, "" for Kubernetes manifests
 	golden string // the golden diff, "" for none
+	keep   *keepStats
 }
 
 // checkFixes applies every fix of a project, round after round until none is left, and
 // checks each round against the last: the fixed findings are gone and no finding appears
 // that was not there. With a golden file the whole change is held in it; for compose the
 // reference docker compose must load the fixed project with nothing changed but the keys
-// the fixes name. It returns the number of fixes applied.
+// the fixes name. No remediation and no round of fixes may leave a service with less
+// /dev/shm than it had (keep_test.go). It returns the number of fixes applied.
 func checkFixes(t *testing.T, c fixCase) int {
 	t.Helper()
 	original := readTree(t, c.dir)
@@ -76,7 +83,7 @@ func checkFixes(t *testing.T, c fixCase) int {
 		refBefore = composeConfig(t, c.ref, c.dir, c.path)
 	}
 	var all []*Fix
-	findings, applied := fixRound(t, c.path, c.cfg, c.need)
+	findings, applied, plans := fixRound(t, c.path, c.cfg, c.need, c.keep)
 	for round := 1; len(applied) > 0; round++ {
 		if round > 3 {
 			t.Fatalf("fixes still apply after %d rounds", round)
@@ -89,7 +96,8 @@ func checkFixes(t *testing.T, c fixCase) int {
 				fixed[findingKey(f)]++
 			}
 		}
-		next, nextApplied := fixRound(t, c.path, c.cfg, c.need)
+		next, nextApplied, nextPlans := fixRound(t, c.path, c.cfg, c.need, c.keep)
+		checkKept(t, c.keep, plans, nextPlans, applied)
 		after := map[string]int{}
 		for _, f := range next {
 			after[findingKey(f)]++
@@ -99,7 +107,7 @@ func checkFixes(t *testing.T, c fixCase) int {
 				t.Errorf("round %d: %d %s after the fixes, %d before of which %d fixed", round, n, k, before[k], fixed[k])
 			}
 		}
-		findings, applied = next, nextApplied
+		findings, applied, plans = next, nextApplied, nextPlans
 	}
 	for _, f := range findings {
 		if f.Fix != nil {
@@ -176,11 +184,11 @@ func TestFixes(t *testing.T) {
 	ref := referenceCompose(t)
 	rules, _ := filepath.Glob("../testdata/rules/*")
 	k8s, _ := filepath.Glob("../testdata/k8s/*")
-	total := 0
+	total, keep := 0, &keepStats{}
 	for _, dir := range append(rules, k8s...) {
 		kind := filepath.Base(filepath.Dir(dir))
 		t.Run(kind+"/"+filepath.Base(dir), func(t *testing.T) {
-			c := fixCase{golden: filepath.Join("..", "testdata", "fix", kind+"-"+filepath.Base(dir)+".diff")}
+			c := fixCase{golden: filepath.Join("..", "testdata", "fix", kind+"-"+filepath.Base(dir)+".diff"), keep: keep}
 			c.dir = testutil.CopyTree(t, dir)
 			c.path = c.dir
 			if kind == "rules" {
@@ -195,6 +203,10 @@ func TestFixes(t *testing.T) {
 	if total < 30 {
 		t.Errorf("only %d fixes over every fixture", total)
 	}
+	t.Logf("/dev/shm kept over the fixtures: %s", keep)
+	if keep.remediations < 30 {
+		t.Errorf("only %d remediations named a size: the pattern misses how they are written", keep.remediations)
+	}
 }
 
 // TestFixCorpus applies the fixes to every file of the corpus of real compose files and
@@ -202,13 +214,13 @@ func TestFixes(t *testing.T) {
 func TestFixCorpus(t *testing.T) {
 	ref := referenceCompose(t)
 	dir := corpusDir(t)
-	total := 0
+	total, keep := 0, &keepStats{}
 	for _, row := range corpusRows(t, dir) {
 		for _, policy := range []Policy{PolicyStability, PolicyIsolation} {
 			t.Run(row.path+"/"+string(policy), func(t *testing.T) {
 				// the repository's whole folder: includes and extends reach across it
 				parts := strings.SplitN(row.path, "/", 3)
-				c := fixCase{cfg: Config{Policy: policy}}
+				c := fixCase{cfg: Config{Policy: policy}, keep: keep}
 				c.dir = testutil.CopyTree(t, filepath.Join(dir, parts[0], parts[1]))
 				c.path = filepath.Join(c.dir, parts[2])
 				if row.kind == "compose" {
@@ -218,7 +230,7 @@ func TestFixCorpus(t *testing.T) {
 			})
 		}
 	}
-	t.Logf("%d fixes over the corpus", total)
+	t.Logf("%d fixes over the corpus; /dev/shm kept: %s", total, keep)
 	if total < 50 {
 		t.Errorf("only %d fixes over the corpus", total)
 	}

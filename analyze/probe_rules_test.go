@@ -49,6 +49,14 @@ func TestProbeRules(t *testing.T) {
 			t.Errorf("%s: unexpected %v", svc, got[svc])
 		}
 	}
+	// A daemon default above what the stack would be told to set: the advice keeps it.
+	for _, f := range CheckMeasurements(p, Config{}, map[string]*Measurement{"gateway": {Exists: true, MeasuredBytes: size(4 << 30)}}) {
+		for _, n := range advisedSizes(t, f.Remediation) {
+			if n < 4<<30 {
+				t.Errorf("%s %s: measured 4 GiB, remediation advises %s: %s", f.Service, f.Rule, FormatSize(n), f.Remediation)
+			}
+		}
+	}
 	if len(Check(p, Config{})) == 0 || len(CheckMeasurements(p, Config{}, map[string]*Measurement{})) != 0 {
 		t.Error("static and probe rules are not kept apart")
 	}

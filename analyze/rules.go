@@ -21,6 +21,16 @@ func recommend(p *ShmPlan) int64 {
 	return friendly(n)
 }
 
+// keepSize is the shm_size to advise where a private /dev/shm replaces one that ipc: host,
+// ipc: none or a mount decides: the shm_size written, when it is set and covers the target,
+// else the recommendation. Advice never goes below what the stack writes.
+func keepSize(p *ShmPlan) int64 {
+	if p.Configured != nil && *p.Configured > 0 && *p.Configured >= p.Target() {
+		return *p.Configured
+	}
+	return recommend(p)
+}
+
 // friendly rounds up: to a power of two MiB below 1 GiB, to whole GiB above.
 func friendly(n int64) int64 {
 	if n >= 1<<30 {

@@ -42,6 +42,10 @@ var shm002 = Rule{
 			}
 			msg = fmt.Sprintf("shm_size %s is ignored: ipc joins service %s%s, whose /dev/shm (%s, %s) is used", FormatSize(*plan.Configured), owner, chain, p.Project.Owner(plan).Source, size)
 			fix = fmt.Sprintf("Remove shm_size here and set shm_size %s on service %s, which owns the namespace.", ComposeSize(*plan.Configured), owner)
+			if plan.Predicted != nil && *plan.Predicted >= *plan.Configured {
+				// the owner's /dev/shm already holds what is written here: never size it down
+				fix = fmt.Sprintf("Remove shm_size here: the /dev/shm of service %s (%s) is used.", owner, FormatSize(*plan.Predicted))
+			}
 		}
 		p.Report(Finding{Pos: p.At(ShmKey), Message: msg, Remediation: fix, Related: []Pos{p.At("ipc")}})
 	},

@@ -22,7 +22,8 @@ var shm003 = Rule{
 			return
 		}
 		fix := "Remove shm_size: the mount at /dev/shm decides its size."
-		if plan.Mount.Type == SourceTmpfs {
+		if m := plan.Mount; m.Type == SourceTmpfs && (m.Size == nil || *m.Size < *plan.Configured) {
+			// a sized mount at least as large works as it is: never size it down to the key
 			fix = fmt.Sprintf("Remove shm_size and size the tmpfs mount instead (size=%s).", ComposeSize(*plan.Configured))
 		}
 		p.Report(Finding{

@@ -26,7 +26,7 @@ var shm005 = Rule{
 		if p.Plan.Workload() {
 			f.Severity = Error
 			f.Message = "ipc is none: " + workloadName(p.Plan) + " has no /dev/shm at all"
-			f.Remediation = "Remove ipc: none and set shm_size: " + ComposeSize(recommend(p.Plan)) + "."
+			f.Remediation = "Remove ipc: none and set shm_size: " + ComposeSize(keepSize(p.Plan)) + "."
 			f.attach(p.fixPrivate())
 		}
 		p.Report(f)

@@ -19,7 +19,7 @@ var shm013 = Rule{
 		if m == nil || m.Type != SourceTmpfs || m.Size != nil || p.Plan.DependsOn(m.Entry) != nil {
 			return
 		}
-		size := recommend(p.Plan)
+		size := keepSize(p.Plan) // a shm_size written beside the mount says what was meant
 		fix := "Add size=" + ComposeSize(size) + " to the /dev/shm tmpfs entry (/dev/shm:size=" + ComposeSize(size) + ")."
 		if m.Entry == "volumes" {
 			fix = "Add tmpfs: {size: " + ComposeSize(size) + "} to the /dev/shm volumes entry."

@@ -22,7 +22,7 @@ var shm014 = Rule{
 		p.Report(Finding{
 			Pos:         p.MountPos(),
 			Message:     "the host's /dev/shm is bind-mounted at /dev/shm: the container shares and fills the host's shared memory",
-			Remediation: "Remove the bind and set shm_size: " + ComposeSize(recommend(p.Plan)) + " to give the service a private /dev/shm.",
+			Remediation: "Remove the bind and set shm_size: " + ComposeSize(keepSize(p.Plan)) + " to give the service a private /dev/shm.",
 		})
 	},
 }

@@ -19,14 +19,15 @@ var shm020 = Rule{
 		if p.Plan.IPC != "host" {
 			return
 		}
+		size := keepSize(p.Plan)
 		f := Finding{
 			Pos:         p.At("ipc"),
 			Message:     "ipc is host: the container shares the host's ipc namespace and /dev/shm",
-			Remediation: "Keep ipc: host only if the service must share memory with the host; otherwise replace it with shm_size: " + ComposeSize(recommend(p.Plan)) + ".",
+			Remediation: "Keep ipc: host only if the service must share memory with the host; otherwise replace it with shm_size: " + ComposeSize(size) + ".",
 		}
 		if p.Config.Policy == PolicyIsolation {
 			f.Severity = Warning
-			f.Remediation = "Replace ipc: host with shm_size: " + ComposeSize(recommend(p.Plan)) + "." + memoryNote(p.Plan, recommend(p.Plan))
+			f.Remediation = "Replace ipc: host with shm_size: " + ComposeSize(size) + "." + memoryNote(p.Plan, size)
 			f.attach(p.fixPrivate())
 		}
 		p.Report(f)

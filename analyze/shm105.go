@@ -38,6 +38,13 @@ var shm105 = Rule{
 			f.Severity = Warning
 			f.Remediation = fmt.Sprintf("Remove hostIPC: true and mount a memory emptyDir at /dev/shm:%s%s", shmVolumeSnippet(plan, size), k8sMemoryNote(plan, size))
 		}
+		if plan.Source != SourceHost {
+			// the container's /dev/shm is its own volume already: keep it as it is
+			f.Remediation = fmt.Sprintf("Keep hostIPC: true only if the pod must share memory with the node; otherwise remove it: /dev/shm is already the %s volume %s.", plan.Source, k.Volume)
+			if p.Config.Policy == PolicyIsolation {
+				f.Remediation = fmt.Sprintf("Remove hostIPC: true: /dev/shm is already the %s volume %s.", plan.Source, k.Volume)
+			}
+		}
 		p.Report(f)
 	},
 }

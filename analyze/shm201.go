@@ -48,7 +48,7 @@ var shm201 = Rule{
 		p.Report(Finding{
 			Pos:         sizingPos(p),
 			Message:     fmt.Sprintf("measured /dev/shm is %s, predicted %s (source %s): %s", FormatSize(measured), FormatSize(predicted), plan.Source, why),
-			Remediation: fmt.Sprintf("Trust the measurement; set shm_size explicitly (%s) so the service gets the same /dev/shm on every daemon.", ComposeSize(max(friendly(predicted), recommend(plan)))),
+			Remediation: fmt.Sprintf("Trust the measurement; set shm_size explicitly (%s) so the service gets the same /dev/shm on every daemon.", ComposeSize(max(friendly(max(measured, predicted)), recommend(plan)))),
 		})
 	},
 }

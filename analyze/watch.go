@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -36,6 +37,11 @@ func (m WatchMethod) Describe() string {
 	}
 	return string(m)
 }
+
+// KeepsPeaks reports whether a method keeps the highest use between two readings: the agent
+// samples every 50ms and keeps the peak; stats and df read once per --interval, so a spike
+// between two readings is never seen.
+func (m WatchMethod) KeepsPeaks() bool { return m == WatchAgent }
 
 // WatchedContainer is one container of a watched project and what watch saw of its /dev/shm.
 // Containers that share one /dev/shm (ipc: service:, ipc: host) report the same numbers;
@@ -199,6 +205,10 @@ type ShmRecommendation struct {
 	Set bool   `json:"set"`
 	// Change is false when /dev/shm already has the recommended size: nothing to write.
 	Change bool `json:"change"`
+	// NoReduction says why the recommendation keeps the current size although the peak
+	// read would give less: a method that reads once per interval may have missed a spike,
+	// and a smaller /dev/shm would bring back the crash it causes. "" when not held.
+	NoReduction string `json:"no_reduction,omitempty"`
 	// Snippet is the compose text to write there; Diff a unified diff of the file, when the
 	// fix machinery could produce one.
 	Snippet string `json:"snippet"`
@@ -221,7 +231,10 @@ func RecommendSize(peak int64, headroom float64, floor int64) int64 {
 // Recommend turns a service's observed peak into a recommendation. p may be nil (a project
 // watched by its labels alone): then there is no profile minimum and no position.
 // observedLimit is the memory limit the engine applies, used when the compose file sets none.
-func Recommend(p *Project, service string, peak int64, current, observedLimit *int64, headroom float64) ShmRecommendation {
+// methods are the ways the peak was read: a size below the current one is recommended only
+// when every one of them keeps peaks (the agent), or when the current size is at or above
+// the memory limit.
+func Recommend(p *Project, service string, peak int64, current, observedLimit *int64, headroom float64, methods []WatchMethod) ShmRecommendation {
 	r := ShmRecommendation{Service: service, PeakBytes: peak, Headroom: headroom, CurrentBytes: current, MemLimitBytes: observedLimit}
 	var plan *ShmPlan
 	if p != nil {
@@ -241,6 +254,13 @@ func Recommend(p *Project, service string, peak int64, current, observedLimit *i
 		}
 	}
 	r.RecommendedBytes = RecommendSize(peak, headroom, r.FloorBytes)
+	if current != nil && r.RecommendedBytes < *current && (r.MemLimitBytes == nil || !exceedsLimit(*current, *r.MemLimitBytes)) {
+		if why := missesPeaks(methods); why != "" {
+			r.NoReduction = fmt.Sprintf("no reduction advised: the peak read gives %s, but %s, and a smaller /dev/shm would bring back the crash such a spike causes; watch with --method agent, which keeps peaks, to size it down",
+				ComposeSize(r.RecommendedBytes), why)
+			r.RecommendedBytes = *current
+		}
+	}
 	r.ShmSize = ComposeSize(r.RecommendedBytes)
 	r.Change = current == nil || *current != r.RecommendedBytes
 	r.MemLimitKey = "mem_limit"
@@ -258,6 +278,26 @@ func Recommend(p *Project, service string, peak int64, current, observedLimit *i
 		r.Snippet = fmt.Sprintf("services:\n  %s:\n    shm_size: %s\n", service, r.ShmSize)
 	}
 	return r
+}
+
+// missesPeaks says why the methods may have missed a peak, "" when every one keeps them.
+func missesPeaks(methods []WatchMethod) string {
+	if len(methods) == 0 {
+		return "no reading is known to have kept the peaks"
+	}
+	var out []string
+	for _, m := range methods {
+		if !m.KeepsPeaks() {
+			out = append(out, string(m))
+		}
+	}
+	switch len(out) {
+	case 0:
+		return ""
+	case 1:
+		return out[0] + " reads /dev/shm once per --interval, so a spike between two readings can be missed"
+	}
+	return strings.Join(out, " and ") + " read /dev/shm once per --interval, so a spike between two readings can be missed"
 }
 
 // memoryVerdict applies SHM012's condition to a recommended size.

@@ -66,9 +66,10 @@ func TestRecommend(t *testing.T) {
 	}
 	p := ps[0]
 	const mib, gib = int64(1 << 20), int64(1 << 30)
+	agent := []WatchMethod{WatchAgent}
 
 	// 3 GiB × 1.5 = 4.5 GiB → 5g, which the 4g memory limit cannot hold.
-	r := Recommend(p, "trainer", 3*gib, ptr(2*gib), nil, 1.5)
+	r := Recommend(p, "trainer", 3*gib, ptr(2*gib), nil, 1.5, agent)
 	if r.ShmSize != "5g" || r.Fits || r.MemLimitKey != "mem_limit" || !r.Set || r.Pos.Line != 4 || r.Pos.Column != 5 || !r.Change {
 		t.Errorf("trainer: %+v", r)
 	}
@@ -77,7 +78,7 @@ func TestRecommend(t *testing.T) {
 	}
 
 	// 10 MiB used, but PyTorch's minimum is 1 GiB; shm_size is not written: the service's line.
-	r = Recommend(p, "small", 10*mib, ptr(64*mib), nil, 1.5)
+	r = Recommend(p, "small", 10*mib, ptr(64*mib), nil, 1.5, agent)
 	if r.ShmSize != "1g" || r.FloorBytes != gib || !strings.Contains(r.FloorFrom, "PyTorch") || r.Set || r.Pos.Line != 6 || !r.Fits {
 		t.Errorf("small: %+v", r)
 	}
@@ -86,28 +87,28 @@ func TestRecommend(t *testing.T) {
 	}
 
 	// The compose limit is deploy's; the engine's observed one is not used over it.
-	r = Recommend(p, "web", 100*mib, ptr(64*mib), ptr(8*gib), 1.5)
+	r = Recommend(p, "web", 100*mib, ptr(64*mib), ptr(8*gib), 1.5, agent)
 	if r.ShmSize != "256m" || !r.Fits || r.MemLimitKey != "deploy.resources.limits.memory" || *r.MemLimitBytes != gib || !strings.Contains(r.Verdict, "leaving 768 MiB") {
 		t.Errorf("web: %+v", r)
 	}
 
-	r = Recommend(p, "mounted", 50*mib, ptr(64*mib), nil, 1.5)
+	r = Recommend(p, "mounted", 50*mib, ptr(64*mib), nil, 1.5, agent)
 	if r.Key != "tmpfs" || !r.Set || r.Pos.Line != 17 || !strings.Contains(r.Snippet, "/dev/shm:size=128m") {
 		t.Errorf("mounted: %+v", r)
 	}
 
-	r = Recommend(p, "hostipc", 50*mib, ptr(12*gib), nil, 1.5)
+	r = Recommend(p, "hostipc", 50*mib, ptr(12*gib), nil, 1.5, agent)
 	if !strings.Contains(r.Note, "ipc: host") || r.Set {
 		t.Errorf("hostipc: %+v", r)
 	}
 
 	// A project watched by its labels alone: no floor, no position, the engine's limit.
-	r = Recommend(nil, "app", 48*mib, ptr(64*mib), ptr(96*mib), 1.5)
+	r = Recommend(nil, "app", 48*mib, ptr(64*mib), ptr(96*mib), 1.5, agent)
 	if r.ShmSize != "128m" || r.Pos != (Pos{}) || r.Fits || r.FloorBytes != 0 {
 		t.Errorf("labels alone: %+v", r)
 	}
 	// Already the right size: nothing to change.
-	if r := Recommend(nil, "app", 10*mib, ptr(64*mib), nil, 1.5); r.Change {
+	if r := Recommend(nil, "app", 10*mib, ptr(64*mib), nil, 1.5, agent); r.Change {
 		t.Errorf("the default holds 15 MiB: %+v", r)
 	}
 }
@@ -130,5 +131,47 @@ func TestSummarizeServices(t *testing.T) {
 	}
 	if us[1].SharesService != "app" {
 		t.Errorf("side: %+v", us[1])
+	}
+}
+
+// TestRecommendKeepsUnseenPeaks: a method that reads once per interval (stats, df) never
+// leads to a size below the current one, since a spike between two readings may be what the
+// current size is for: a 96 MiB spike held 0.3s every 1.8s reads as 0 with a 1s interval.
+// The agent keeps its peaks and may advise less; so may anything when the current size is
+// at or above the memory limit.
+func TestRecommendKeepsUnseenPeaks(t *testing.T) {
+	dir := testutil.WriteFiles(t, map[string]string{"compose.yaml": "services:\n  app:\n    image: app\n    shm_size: 256m\n  capped:\n    image: app\n    shm_size: 256m\n    mem_limit: 256m\n"})
+	p := Load(context.Background(), Options{Paths: []string{dir}})[0]
+	if p.Compose == nil {
+		t.Fatalf("loading: %v", p.Errors)
+	}
+	const mib = int64(1 << 20)
+	for _, c := range []struct {
+		name    string
+		service string
+		methods []WatchMethod
+		want    int64
+		held    string
+	}{
+		{"df", "app", []WatchMethod{WatchDf}, 256 * mib, "df reads /dev/shm once per --interval"},
+		{"stats", "app", []WatchMethod{WatchStats}, 256 * mib, "stats reads /dev/shm once per --interval"},
+		{"agent and df", "app", []WatchMethod{WatchAgent, WatchDf}, 256 * mib, "df reads"},
+		{"no method known", "app", nil, 256 * mib, "no reading is known"},
+		{"agent", "app", []WatchMethod{WatchAgent}, 64 * mib, ""},
+		{"at the memory limit", "capped", []WatchMethod{WatchDf}, 64 * mib, ""},
+	} {
+		r := Recommend(p, c.service, 0, ptr(256*mib), nil, 1.5, c.methods)
+		switch {
+		case r.RecommendedBytes != c.want || r.ShmSize != ComposeSize(c.want):
+			t.Errorf("%s: recommends %s, want %s", c.name, r.ShmSize, ComposeSize(c.want))
+		case c.held == "" && (r.NoReduction != "" || !r.Change):
+			t.Errorf("%s: held (%q), change %v; want the reduction", c.name, r.NoReduction, r.Change)
+		case c.held != "" && (!strings.Contains(r.NoReduction, c.held) || !strings.Contains(r.NoReduction, "the peak read gives 64m") || r.Change):
+			t.Errorf("%s: no_reduction %q, change %v; want it held, saying %q", c.name, r.NoReduction, r.Change, c.held)
+		}
+	}
+	// A peak that asks for more is advised whatever the method.
+	if r := Recommend(p, "app", 300*mib, ptr(256*mib), nil, 1.5, []WatchMethod{WatchDf}); r.ShmSize != "512m" || r.NoReduction != "" || !r.Change {
+		t.Errorf("a larger peak read by df: %+v", r)
 	}
 }

@@ -212,6 +212,13 @@ func WatchText(w io.Writer, s *analyze.WatchSummary, o Options) error {
 // change, else the verdict on the memory limit and the compose text to write, and where.
 func watchRecommendation(tw *errWriter, r analyze.ShmRecommendation, pal palette) {
 	head := pal.Service.Render(r.Service) + " " + recommendationLine(r)
+	if r.NoReduction != "" {
+		tw.printf("\n%s\n  %s\n", head, pal.Severity[analyze.Warning].Render(r.NoReduction))
+		if !r.Fits {
+			tw.printf("  %s\n", pal.Severity[analyze.Error].Render(r.Verdict))
+		}
+		return
+	}
 	if !r.Change && r.Fits {
 		holds := "/dev/shm already has this size"
 		if r.RecommendedBytes == analyze.DefaultShmSize && !r.Set {
@@ -250,8 +257,13 @@ func watchRecommendation(tw *errWriter, r analyze.ShmRecommendation, pal palette
 	tw.printf("  %s\n%s", pal.Fix.Render(where+":"), indent(r.Snippet, "    "))
 }
 
-// recommendationLine is "peak 48 MiB × 1.5 → shm_size: 128m (now 64 MiB)".
+// recommendationLine is "peak 48 MiB × 1.5 → shm_size: 128m (now 64 MiB)", or "peak 0 B →
+// shm_size: 256m (as now)" when no reduction is advised.
 func recommendationLine(r analyze.ShmRecommendation) string {
+	if r.NoReduction != "" {
+		// peak × headroom is not what is recommended: the size stays
+		return fmt.Sprintf("peak %s → shm_size: %s (as now)", analyze.FormatSize(r.PeakBytes), r.ShmSize)
+	}
 	line := fmt.Sprintf("peak %s × %g → shm_size: %s", analyze.FormatSize(r.PeakBytes), r.Headroom, r.ShmSize)
 	if r.CurrentBytes != nil {
 		switch {

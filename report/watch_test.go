@@ -18,8 +18,8 @@ import (
 func n64(v int64) *int64 { return &v }
 
 // watchSummary is a summary as watch builds it: a rising service whose shm_size is right,
-// replicas whose memory limit cannot hold the recommendation, an IPC joiner, and a service
-// that needs shm_size added.
+// replicas whose memory limit cannot hold the recommendation, an IPC joiner, a service
+// that needs shm_size added, and one read by df whose low readings advise no reduction.
 func watchSummary() *analyze.WatchSummary {
 	const mib = 1 << 20
 	cs := []analyze.WatchedContainer{
@@ -29,21 +29,24 @@ func watchSummary() *analyze.WatchSummary {
 		{Name: "p-donor-1", Service: "donor", Number: 1, Running: true, Method: analyze.WatchAgent, SizeBytes: n64(64 * mib), UsedBytes: n64(24 * mib), PeakBytes: n64(24 * mib)},
 		{Name: "p-joiner-1", Service: "joiner", Number: 1, Running: true, Method: analyze.WatchAgent, SharesWith: "p-donor-1", SharesService: "donor", SizeBytes: n64(64 * mib), UsedBytes: n64(24 * mib), PeakBytes: n64(24 * mib)},
 		{Name: "p-grow-1", Service: "grow", Number: 1, Running: false, Method: analyze.WatchAgent, SizeBytes: n64(64 * mib), PeakBytes: n64(60 * mib)},
+		{Name: "p-held-1", Service: "held", Number: 1, Running: true, Method: analyze.WatchDf, SizeBytes: n64(256 * mib), UsedBytes: n64(0), PeakBytes: n64(0), Samples: 9},
 	}
 	s := &analyze.WatchSummary{Type: "summary", Project: "p", Duration: 9 * time.Second, Seconds: 9,
-		Containers: cs, Services: analyze.SummarizeServices(cs), Methods: []analyze.WatchMethod{analyze.WatchAgent}}
-	rise := analyze.Recommend(nil, "rise", 48*mib, n64(128*mib), nil, 1.5)
+		Containers: cs, Services: analyze.SummarizeServices(cs), Methods: []analyze.WatchMethod{analyze.WatchAgent, analyze.WatchDf}}
+	agent := []analyze.WatchMethod{analyze.WatchAgent}
+	rise := analyze.Recommend(nil, "rise", 48*mib, n64(128*mib), nil, 1.5, agent)
 	rise.Pos, rise.Set = analyze.Pos{File: "compose.yaml", Line: 5, Column: 5}, true
-	grow := analyze.Recommend(nil, "grow", 60*mib, n64(64*mib), nil, 1.5)
+	grow := analyze.Recommend(nil, "grow", 60*mib, n64(64*mib), nil, 1.5, agent)
 	grow.Pos = analyze.Pos{File: "compose.yaml", Line: 20, Column: 3}
 	grow.Diff = "--- a/compose.yaml\n+++ b/compose.yaml\n@@ -20,2 +20,3 @@\n   grow:\n     image: loader\n+    shm_size: 128m\n"
 	s.Recommendations = []analyze.ShmRecommendation{
-		analyze.Recommend(nil, "donor", 24*mib, n64(64*mib), nil, 1.5),
+		analyze.Recommend(nil, "donor", 24*mib, n64(64*mib), nil, 1.5, agent),
 		grow,
+		analyze.Recommend(nil, "held", 0, n64(256*mib), nil, 1.5, []analyze.WatchMethod{analyze.WatchDf}),
 		rise,
-		analyze.Recommend(nil, "scaled", 40*mib, n64(64*mib), n64(64*mib), 1.5),
+		analyze.Recommend(nil, "scaled", 40*mib, n64(64*mib), n64(64*mib), 1.5, agent),
 	}
-	s.Notes = append([]string{analyze.SharedNote(s.Services[2])}, analyze.WatchNotes(s.Methods)...)
+	s.Notes = append([]string{analyze.SharedNote(s.Services[3])}, analyze.WatchNotes(s.Methods)...)
 	return s
 }
 
@@ -70,7 +73,7 @@ func TestWatchLive(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := strings.Count(b.String(), "\x1b[7F\x1b[J"); n != 1 {
+	if n := strings.Count(b.String(), "\x1b[8F\x1b[J"); n != 1 {
 		t.Errorf("the second drawing moved back over the first %d times, want once:\n%q", n, b.String())
 	}
 }
@@ -130,7 +133,8 @@ func TestWatchJSON(t *testing.T) {
 	var sum map[string]any
 	_ = json.Unmarshal([]byte(lines[1]), &sum)
 	recs, _ := sum["recommendations"].([]any)
-	if len(recs) != 4 || recs[3].(map[string]any)["fits_memory_limit"] != false || recs[2].(map[string]any)["shm_size"] != "128m" {
+	if len(recs) != 5 || recs[4].(map[string]any)["fits_memory_limit"] != false || recs[3].(map[string]any)["shm_size"] != "128m" ||
+		!strings.Contains(fmt.Sprint(recs[2].(map[string]any)["no_reduction"]), "df reads") {
 		t.Errorf("recommendations: %v", sum["recommendations"])
 	}
 }

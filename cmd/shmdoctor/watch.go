@@ -36,6 +36,9 @@ How use is read (the summary says which, and what it includes):
   df     the image's own df -P -k /dev/shm, executed in the container at every sample,
          where the companion cannot run
 
+stats and df read once per --interval and can miss a spike between two readings: a size
+below the current one is recommended only from the agent's readings.
+
 On a terminal, one line per service is redrawn at every sample; otherwise only the
 summary is printed. --format json streams one JSON object per sample, then the summary.
 
@@ -207,7 +210,7 @@ func summarize(model *analyze.Project, name string, cs []analyze.WatchedContaine
 		if u.SharesService != "" || u.PeakBytes == nil {
 			continue
 		}
-		r := analyze.Recommend(model, u.Service, *u.PeakBytes, u.SizeBytes, u.MemLimitBytes, headroom)
+		r := analyze.Recommend(model, u.Service, *u.PeakBytes, u.SizeBytes, u.MemLimitBytes, headroom, u.Methods)
 		if r.Note == "" && model == nil {
 			// Without the compose file, what the engine shows stands in for the plan.
 			switch {
