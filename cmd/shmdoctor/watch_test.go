@@ -10,6 +10,7 @@ import (
 	"debug/elf"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/client"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
@@ -403,37 +405,76 @@ func slicesContain(ms []analyze.WatchMethod, m analyze.WatchMethod) bool {
 	return false
 }
 
-// watchInterrupt sends SIGINT to a watch once it has read the stack: the summary is printed,
-// the exit status is 0, and neither a companion nor an exec'd process nor a file is left.
+// watchInterrupt sends SIGINT to a watch once its stream shows that it has read the stack
+// (rise read, scaled's 40 MiB seen): the summary is printed, the exit status is 0, and
+// neither a companion nor an exec'd process nor a file is left. The summary's text is the
+// report package's (its goldens); here its facts are checked.
 func watchInterrupt(t *testing.T, dir, project, method string) {
-	cmd := exec.Command(buildDoctor(t), "watch", "--interval", "100ms", "--method", method, dir, "-p", project)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd := exec.Command(buildDoctor(t), "watch", "--format", "json", "--interval", "100ms", "--method", method, dir, "-p", project)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2500 * time.Millisecond)
-	if method == "agent" && len(watchCompanions(t, project)) == 0 {
-		t.Errorf("no companion is running during the watch")
-	}
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
+	defer cmd.Process.Kill()
+	var sum analyze.WatchSummary
+	samples, interrupted := 0, false
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var s analyze.WatchSummary // a sample has its type, services and containers too
+		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+			t.Fatalf("line %d is not JSON: %v\n%s", samples+1, err, sc.Text())
+		}
+		if s.Type == "summary" {
+			sum = s
+			break
+		}
+		samples++
+		read := map[string]analyze.ServiceUsage{}
+		for _, u := range s.Services {
+			read[u.Service] = u
+		}
+		ready := read["rise"].UsedBytes != nil && within(read["scaled"].PeakBytes, 40<<20)
+		if method == "agent" && ready && len(watchCompanions(t, project)) == 0 {
+			t.Errorf("no companion is running during the watch")
+		}
+		if !interrupted && (ready || samples > 300) {
+			if !ready {
+				t.Errorf("after %d samples the watch has not read the stack: %s", samples, sc.Text())
+			}
+			interrupted = true
+			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("watch ended by Ctrl-C: %v, want exit 0\n%s", err, errb.String())
 	}
-	text := out.String()
+	if !sum.Interrupted || !slicesContain(sum.Methods, analyze.WatchMethod(method)) {
+		t.Errorf("summary: interrupted %v, methods %v, want ended by Ctrl-C and read by %s", sum.Interrupted, sum.Methods, method)
+	}
+	recs := map[string]analyze.ShmRecommendation{}
+	for _, r := range sum.Recommendations {
+		recs[r.Service] = r
+	}
 	// rise's readings ask for less than its 1g: the agent keeps peaks and advises it; df
 	// reads once per interval and may have missed one (it often reads 0 B here), so it
 	// advises no reduction and says why.
-	rise := "(now 1 GiB)"
-	if method == "df" {
-		rise = "but df reads /dev/shm once per --interval"
+	rise := recs["rise"]
+	switch {
+	case method == "agent" && (!rise.Change || rise.RecommendedBytes >= 1<<30 || rise.NoReduction != ""):
+		t.Errorf("rise read by the agent: %+v, want less than its 1g advised", rise)
+	case method == "df" && (rise.ShmSize != "1g" || rise.Change || !strings.Contains(rise.NoReduction, "once per --interval")):
+		t.Errorf("rise read by df: %+v, want 1g kept and why", rise)
 	}
-	for _, want := range []string{"ended by Ctrl-C", "rise peak", rise, "scaled peak 40 MiB", "cannot hold", method + ": "} {
-		if !strings.Contains(text, want) {
-			t.Errorf("summary has no %q:\n%s", want, text)
-		}
+	if scaled := recs["scaled"]; scaled.Fits || !strings.Contains(scaled.Verdict, "OOM-killed") {
+		t.Errorf("scaled: %+v, want a size its 64 MiB limit cannot hold", scaled)
 	}
 	if left := watchCompanions(t, project); len(left) > 0 {
 		t.Errorf("companions left behind: %v", left)
@@ -463,13 +504,15 @@ func watchInterrupt(t *testing.T, dir, project, method string) {
 
 // TestWatchKeepsLastPeak watches with an interval longer than the test, so that no
 // interval's line ever comes, and kills the container the way a workload dies when /dev/shm
-// fills: what the companion read before must still make the service's peak.
+// fills: what the companion read before must still make the service's peak. The workload
+// writes only once the test has attached to the companion's output, and is killed once the
+// companion has written the rise line of that write: the test waits on events, not time.
 func TestWatchKeepsLastPeak(t *testing.T) {
 	const stack = `services:
   spike:
     image: {{image}}
     pull_policy: never
-    command: ["sh", "-c", "dd if=/dev/zero of=/dev/shm/s bs=1M count=32 2>/dev/null; exec sleep 600"]
+    command: ["sh", "-c", "while [ ! -e /tmp/go ]; do sleep 0.05; done; dd if=/dev/zero of=/dev/shm/s bs=1M count=32 2>/dev/null; exec sleep 600"]
 `
 	dir, project, compose := upStack(t, stack)
 	cmd := exec.Command(buildDoctor(t), "watch", "--format", "json", "--interval", "1h", "-p", project, dir)
@@ -487,8 +530,33 @@ func TestWatchKeepsLastPeak(t *testing.T) {
 			}
 		}
 	}
-	waitFor("companion", func() bool { return len(watchCompanions(t, project)) > 0 })
-	time.Sleep(time.Second) // the companion's first reading goes out as soon as it runs
+	waitFor("running companion", func() bool { return len(watchCompanions(t, project)) > 0 })
+	c, err := client.New(client.FromEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	name, _, _ := strings.Cut(watchCompanions(t, project)[0], " ") // "/name[,/other] state"
+	name, _, _ = strings.Cut(name, ",")
+	att, err := c.ContainerAttach(context.Background(), strings.TrimPrefix(name, "/"), client.ContainerAttachOptions{Stream: true, Stdout: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer att.Close()
+	agentOut, w := io.Pipe()
+	go func() { _, err := stdcopy.StdCopy(w, io.Discard, att.Reader); w.CloseWithError(err) }()
+	if err := exec.Command("docker", "exec", project+"-spike-1", "sh", "-c", ": >/tmp/go").Run(); err != nil {
+		t.Fatal(err)
+	}
+	for sc := bufio.NewScanner(agentOut); ; {
+		if !sc.Scan() {
+			t.Fatalf("the companion ended without reading the write: %v", sc.Err())
+		}
+		var l probe.WatchLine
+		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Rise && l.UsedBytes >= 32<<20 {
+			break
+		}
+	}
 	compose("kill", "spike")
 	waitFor("end of the companion", func() bool { return len(watchCompanions(t, project)) == 0 })
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
