@@ -50,6 +50,8 @@ func TestDiscoverVariants(t *testing.T) {
 		in(filepath.Join(root, "merge-fails"), "compose.yaml"):         "",
 		in(filepath.Join(root, "merge-fails"), "compose.cycle.yaml"):   "standalone",
 		in(filepath.Join(root, "deploy", "compose"), "nims.yaml"):      "standalone",
+		// common/docker-compose-db.yml is included by zz-app: no project of its own.
+		in(filepath.Join(root, "zz-app"), "compose.yaml"): "",
 	}
 	if len(projects) != len(want) {
 		t.Errorf("%d projects, want %d: %v", len(projects), len(want), slices.Sorted(mapKeys(got)))

@@ -98,31 +98,42 @@ var DefaultFileNames = cli.DefaultFileNames
 // Load loads every project that opts selects. Each project carries its own errors, so one
 // broken project does not stop the others.
 func Load(ctx context.Context, opts Options) []*Project {
+	ts := targets(opts)
+	// Every folder's default project first: a variant that any of them reads (an override,
+	// a file included or extended, from this folder or another) is part of it, as docker
+	// compose loads it, and is not checked again as a project of its own.
+	bases := make([]*Project, len(ts))
+	var loaded []*Project
+	for i, t := range ts {
+		if t.err != nil || t.k8s || t.noBase {
+			continue
+		}
+		bases[i] = loadOne(ctx, t, opts)
+		if bases[i].Compose != nil {
+			Resolve(bases[i], opts.Need, opts.needFrom())
+			bases[i].resolveDirectives()
+		}
+		loaded = append(loaded, bases[i])
+	}
 	var out []*Project
-	for _, t := range targets(opts) {
-		if t.err != nil {
+	for i, t := range ts {
+		switch {
+		case t.err != nil:
 			out = append(out, &Project{Name: t.name(), Errors: []*LoadError{t.err}})
 			continue
-		}
-		if t.k8s {
+		case t.k8s:
 			out = append(out, loadKubernetes(t, opts))
 			continue
-		}
-		var base *Project
-		if !t.noBase {
-			base = loadOne(ctx, t, opts)
-			if base.Compose != nil {
-				Resolve(base, opts.Need, opts.needFrom())
-				base.resolveDirectives()
-			}
-			out = append(out, base)
+		case bases[i] != nil:
+			out = append(out, bases[i])
 		}
 		for _, v := range t.variants {
-			// An override or a file the default project includes or extends is part of it,
-			// as docker compose loads it: not a variant of its own.
-			if !base.reads(v) {
-				out = append(out, loadVariant(ctx, t, base, v, opts))
+			if slices.ContainsFunc(loaded, func(p *Project) bool { return p.reads(v) }) {
+				continue
 			}
+			vp := loadVariant(ctx, t, bases[i], v, opts)
+			loaded = append(loaded, vp)
+			out = append(out, vp)
 		}
 	}
 	return out
