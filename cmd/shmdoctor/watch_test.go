@@ -530,18 +530,27 @@ func TestWatchKeepsLastPeak(t *testing.T) {
 			}
 		}
 	}
-	waitFor("running companion", func() bool { return len(watchCompanions(t, project)) > 0 })
 	c, err := client.New(client.FromEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	name, _, _ := strings.Cut(watchCompanions(t, project)[0], " ") // "/name[,/other] state"
-	name, _, _ = strings.Cut(name, ",")
-	att, err := c.ContainerAttach(context.Background(), strings.TrimPrefix(name, "/"), client.ContainerAttachOptions{Stream: true, Stdout: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The companion's output, attached to while it runs (a companion that is replaced or not
+	// yet there is looked for again).
+	var att client.ContainerAttachResult
+	waitFor("companion to attach to", func() bool {
+		for _, cp := range watchCompanions(t, project) {
+			name, state, _ := strings.Cut(cp, " ") // "/name[,/other] state"
+			name, _, _ = strings.Cut(name, ",")
+			if state != "running" {
+				continue
+			}
+			if att, err = c.ContainerAttach(context.Background(), strings.TrimPrefix(name, "/"), client.ContainerAttachOptions{Stream: true, Stdout: true}); err == nil {
+				return true
+			}
+		}
+		return false
+	})
 	defer att.Close()
 	agentOut, w := io.Pipe()
 	go func() { _, err := stdcopy.StdCopy(w, io.Discard, att.Reader); w.CloseWithError(err) }()
