@@ -410,51 +410,18 @@ func slicesContain(ms []analyze.WatchMethod, m analyze.WatchMethod) bool {
 // neither a companion nor an exec'd process nor a file is left. The summary's text is the
 // report package's (its goldens); here its facts are checked.
 func watchInterrupt(t *testing.T, dir, project, method string) {
-	cmd := exec.Command(buildDoctor(t), "watch", "--format", "json", "--interval", "100ms", "--method", method, dir, "-p", project)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	var sum analyze.WatchSummary
-	samples, interrupted := 0, false
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var s analyze.WatchSummary // a sample has its type, services and containers too
-		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
-			t.Fatalf("line %d is not JSON: %v\n%s", samples+1, err, sc.Text())
-		}
-		if s.Type == "summary" {
-			sum = s
-			break
-		}
-		samples++
+	companionSeen := method != "agent"
+	sum := watchUntil(t, func(s analyze.WatchSample) bool {
 		read := map[string]analyze.ServiceUsage{}
 		for _, u := range s.Services {
 			read[u.Service] = u
 		}
 		ready := read["rise"].UsedBytes != nil && within(read["scaled"].PeakBytes, 40<<20)
-		if method == "agent" && ready && len(watchCompanions(t, project)) == 0 {
-			t.Errorf("no companion is running during the watch")
-		}
-		if !interrupted && (ready || samples > 300) {
-			if !ready {
-				t.Errorf("after %d samples the watch has not read the stack: %s", samples, sc.Text())
-			}
-			interrupted = true
-			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("watch ended by Ctrl-C: %v, want exit 0\n%s", err, errb.String())
+		companionSeen = companionSeen || ready && len(watchCompanions(t, project)) > 0
+		return ready
+	}, "watch", "--format", "json", "--interval", "100ms", "--method", method, dir, "-p", project)
+	if !companionSeen {
+		t.Errorf("no companion is running during the watch")
 	}
 	if !sum.Interrupted || !slicesContain(sum.Methods, analyze.WatchMethod(method)) {
 		t.Errorf("summary: interrupted %v, methods %v, want ended by Ctrl-C and read by %s", sum.Interrupted, sum.Methods, method)
