@@ -44,8 +44,12 @@ func TestImage(t *testing.T) {
 	if h, ok := strings.CutPrefix(os.Getenv("DOCKER_HOST"), "unix://"); ok {
 		socket = h
 	}
-	r := runIn(t, filepath.Join(root(t), "testdata", "probe"), nil, "docker", "run", "--rm",
-		"-v", filepath.Join(root(t), "testdata", "probe")+":/src", "-w", "/src",
+	stack := t.TempDir()
+	const compose = "services:\n  plain:\n    image: postgres:16\n  sized:\n    image: postgres:16\n    shm_size: 96m\n"
+	if err := os.WriteFile(filepath.Join(stack, "compose.yaml"), []byte(compose), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runIn(t, stack, nil, "docker", "run", "--rm", "-v", stack+":/src", "-w", "/src",
 		"-v", socket+":/var/run/docker.sock", image, "--format", "json", "--probe", "always", "--fail-on", "never", ".")
 	if r.code != 0 {
 		t.Fatalf("docker run %s: exit %d\n%s%s", image, r.code, r.stdout, r.stderr)
@@ -54,14 +58,13 @@ func TestImage(t *testing.T) {
 		Projects []struct {
 			Files    []string
 			Services []struct {
-				Name string
-				Shm  struct {
-					PredictedBytes *int64 `json:"predicted_bytes"`
-				}
+				Name  string
 				Probe *struct {
 					MeasuredBytes *int64 `json:"measured_bytes"`
+					Error         string
 				}
 			}
+			Findings []struct{ Rule, Service string }
 		}
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || len(doc.Projects) != 1 {
@@ -71,18 +74,18 @@ func TestImage(t *testing.T) {
 	if len(p.Files) != 1 || p.Files[0] != "compose.yaml" {
 		t.Errorf("files %v, want compose.yaml as the mounted folder names it", p.Files)
 	}
-	measured := 0
-	for _, s := range p.Services {
-		if s.Name == "sized" || s.Name == "default" || s.Name == "tmpfs" {
-			if s.Probe == nil || s.Probe.MeasuredBytes == nil || s.Shm.PredictedBytes == nil || *s.Probe.MeasuredBytes != *s.Shm.PredictedBytes {
-				t.Errorf("%s: not measured as predicted through the socket: %+v", s.Name, s.Probe)
-				continue
-			}
-			measured++
-		}
+	if len(p.Findings) == 0 || p.Findings[0].Rule != "SHM010" || p.Findings[0].Service != "plain" {
+		t.Errorf("findings %+v, want SHM010 on plain: the image analyses", p.Findings)
 	}
-	if measured != 3 {
-		t.Errorf("%d of 3 services measured", measured)
+	want := map[string]int64{"plain": 64 << 20, "sized": 96 << 20}
+	for _, s := range p.Services {
+		if s.Probe == nil || s.Probe.MeasuredBytes == nil || *s.Probe.MeasuredBytes != want[s.Name] {
+			t.Errorf("%s: %+v, want %d bytes measured through the socket\n%s", s.Name, s.Probe, want[s.Name], r.stdout)
+		}
+		delete(want, s.Name)
+	}
+	if len(want) > 0 {
+		t.Errorf("services not reported: %v", want)
 	}
 }
 
