@@ -234,7 +234,7 @@ func takesFrom(names []string, base string) string {
 	if len(names) == 1 {
 		return fmt.Sprintf("service %s takes its image or build from %s", names[0], base)
 	}
-	return fmt.Sprintf("services %s take their image or build from %s", strings.Join(names, ", "), base)
+	return fmt.Sprintf("services %s take their image or build from %s", someOf(names, 3), base)
 }
 
 // scope keeps the plans of the services an overlay adds to or changes in its base: the

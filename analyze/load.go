@@ -345,18 +345,36 @@ func (p *Project) missingEnvFiles() []string {
 	if p.Compose == nil {
 		return nil
 	}
-	var out []string
+	var files []string
+	users := map[string][]string{}
 	for _, name := range p.Compose.ServiceNames() {
 		for _, f := range p.Compose.Services[name].EnvFiles {
 			if !f.Required || strings.HasPrefix(f.Path, placeholder) {
 				continue
 			}
 			if _, err := os.Stat(f.Path); errors.Is(err, fs.ErrNotExist) {
-				out = append(out, fmt.Sprintf("%s (%s)", p.Index.display(f.Path), name))
+				file := p.Index.display(f.Path)
+				if users[file] == nil {
+					files = append(files, file)
+				}
+				users[file] = append(users[file], name)
 			}
 		}
 	}
+	out := make([]string, len(files))
+	for i, f := range files {
+		out[i] = fmt.Sprintf("%s (%s)", f, someOf(users[f], 3))
+	}
 	return out
+}
+
+// someOf lists the first n names and counts the rest: "a, b, c and 37 more", so that a
+// note about a stack of forty services still reads in a line or two.
+func someOf(names []string, n int) string {
+	if len(names) <= n+1 {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
 }
 
 var unsetLog = regexp.MustCompile(`^The "(\w+)" variable is not set`)

@@ -270,3 +270,20 @@ func TestYAMLSyntaxPosition(t *testing.T) {
 		})
 	}
 }
+
+// TestSomeOf keeps a note about a large stack short: four names in full, five as three and a
+// count.
+func TestSomeOf(t *testing.T) {
+	for _, c := range []struct {
+		names []string
+		want  string
+	}{
+		{[]string{"a"}, "a"},
+		{[]string{"a", "b", "c", "d"}, "a, b, c, d"},
+		{[]string{"a", "b", "c", "d", "e"}, "a, b, c and 2 more"},
+	} {
+		if got := someOf(c.names, 3); got != c.want {
+			t.Errorf("someOf(%v) = %q, want %q", c.names, got, c.want)
+		}
+	}
+}
