@@ -39,6 +39,8 @@ func fixProjects(projects []*analyze.Project, cfg analyze.Config, f *checkFlags,
 	if f.quiet {
 		log = io.Discard
 	}
+	// lines say what became of each finding, once the files are written or the diff printed.
+	var lines bytes.Buffer
 	var changes []analyze.FileChange
 	claimed := map[string]bool{}
 	var fixed, skipped, cannot, decide, failed int
@@ -73,13 +75,13 @@ func fixProjects(projects []*analyze.Project, cfg analyze.Config, f *checkFlags,
 			switch {
 			case fd.Fix != nil && slices.Contains(pt.Applied, fd.Fix):
 				fixed++
-				fmt.Fprintf(log, "%s: fixed: %s\n", at, fd.Fix.Description)
+				fmt.Fprintf(&lines, "%s: fixed: %s\n", at, fd.Fix.Description)
 			case fd.Fix != nil:
 				skipped++
-				fmt.Fprintf(log, "%s: left for the next run: the fix overlaps another\n", at)
+				fmt.Fprintf(&lines, "%s: left for the next run: the fix overlaps another\n", at)
 			case fd.NoFix != "":
 				cannot++
-				fmt.Fprintf(log, "%s: not fixed: %s\n", at, fd.NoFix)
+				fmt.Fprintf(&lines, "%s: not fixed: %s\n", at, fd.NoFix)
 			default:
 				decide++
 			}
@@ -89,14 +91,17 @@ func fixProjects(projects []*analyze.Project, cfg analyze.Config, f *checkFlags,
 		if err := replaceFiles(changes); err != nil {
 			return exitUsage, err
 		}
-		for _, c := range changes {
-			fmt.Fprintf(log, "wrote %s\n", c.Name)
-		}
 	} else {
 		for _, c := range changes {
 			if _, err := io.WriteString(stdout, c.Diff()); err != nil {
 				return exitUsage, fmt.Errorf("writing the diff: %w", err)
 			}
+		}
+	}
+	lines.WriteTo(log)
+	if f.fixWrite {
+		for _, c := range changes {
+			fmt.Fprintf(log, "wrote %s\n", c.Name)
 		}
 	}
 	if fixed+skipped+cannot+decide == 0 {
