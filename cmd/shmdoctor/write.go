@@ -217,7 +217,8 @@ func resolveLinks(name string) (string, error) {
 			return "", err
 		}
 		if !filepath.IsAbs(to) {
-			to = filepath.Join(filepath.Dir(name), to)
+			// not filepath.Join, which would take "dir/.." away before the kernel follows dir
+			to = filepath.Dir(name) + string(filepath.Separator) + to
 		}
 		name = to
 	}
