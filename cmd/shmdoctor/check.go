@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -120,7 +121,7 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	fs.BoolVar(&f.load.StrictEnv, "strict-env", false, "treat unset variables and missing env files as errors, as docker compose does")
 	fs.StringVar(&f.need, "need", "", "the /dev/shm every service needs, such as 8g (overrides x-shmdoctor)")
 	fs.StringArrayVar(&f.formats, "format", []string{"text"}, "output `format`: "+report.FormatNames()+" (repeatable, with one --output each)")
-	fs.StringArrayVarP(&f.outputs, "output", "o", nil, "write the report to this `file`, atomically; - is standard output (one per --format, in order)")
+	fs.StringArrayVarP(&f.outputs, "output", "o", nil, "write the report to this `file`, atomically, keeping its mode and owner (a device or FIFO in place; never an input or a read-only file); - is standard output (one per --format, in order)")
 	fs.StringVar(&f.failOn, "fail-on", "warning", "exit 1 on findings at or above: error|warning|info|never")
 	fs.StringVar(&f.policy, "policy", "stability", "remediation strategy around ipc: host: stability (keep it) | isolation (replace it)")
 	fs.StringVar(&f.target, "target", "compose", "deployment engine: compose|swarm|podman")
@@ -164,6 +165,9 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	}
 
 	projects := analyze.Load(ctx, f.load)
+	if err := refuseInputs(f.outputs, inputFiles(projects, &f.load, conf.Path)); err != nil {
+		return exitUsage, err
+	}
 	if f.fix {
 		return fixProjects(projects, cfg, &f, stdout, stderr)
 	}
@@ -194,7 +198,12 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	for i, render := range renders {
 		o := report.Options{Verbose: f.verbose, Quiet: f.quiet, ShowSuppressed: f.showSuppressed}
 		if out := f.outputs[i]; out != "-" {
-			if err := writeAtomic(out, 0o644, func(w io.Writer) error { return render(w, rep, o) }); err != nil {
+			var b bytes.Buffer
+			err := render(&b, rep, o)
+			if err == nil {
+				err = writeFile(out, b.Bytes())
+			}
+			if err != nil {
 				return exitUsage, fmt.Errorf("writing %s report: %w", f.formats[i], err)
 			}
 			continue
@@ -211,6 +220,50 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return exitFindings, nil
 	}
 	return exitClean, nil
+}
+
+// inputFiles lists every file the projects were read from, as far as the doctor knows them:
+// the paths and flags given, the compose files and what they include or extend, manifests,
+// env files, and the config file.
+func inputFiles(projects []*analyze.Project, o *analyze.Options, config string) []string {
+	files := slices.Concat(o.Paths, o.Files, o.EnvFiles, []string{config})
+	for _, p := range projects {
+		files = append(files, p.Files...)
+		if p.Index != nil {
+			files = append(files, p.Index.Files()...)
+		}
+		if p.Dir != "" {
+			files = append(files, filepath.Join(p.Dir, ".env"))
+		}
+		if p.Compose != nil {
+			for _, s := range p.Compose.Services {
+				for _, e := range s.EnvFiles {
+					files = append(files, e.Path)
+				}
+			}
+		}
+	}
+	return files
+}
+
+// refuseInputs is a usage error when an output is one of the input files, under its own
+// name or another (a symlink, a hard link): the report would overwrite what it is about.
+func refuseInputs(outputs, inputs []string) error {
+	for _, out := range outputs {
+		ost, err := os.Stat(out)
+		if out == "-" || err != nil {
+			continue
+		}
+		for _, in := range inputs {
+			if in == "" || in == "-" || in == analyze.StdinName {
+				continue
+			}
+			if ist, err := os.Stat(in); err == nil && ist.Mode().IsRegular() && os.SameFile(ost, ist) {
+				return usagef("--output %s is %s, an input of this run: write the report to another file", out, in)
+			}
+		}
+	}
+	return nil
 }
 
 // sourceRoot is the absolute folder SARIF names files relative to: dir when it was given,
@@ -340,49 +393,6 @@ func (f *checkFlags) validateOutputs() ([]report.Renderer, error) {
 		seen[key] = true
 	}
 	return renders, nil
-}
-
-// writeAtomic writes a file with mode perm through a temporary file in the same folder,
-// synced and renamed over it, so that a reader (a CI upload step, a compose run) never sees
-// a partial file; on error nothing is left.
-func writeAtomic(path string, perm os.FileMode, write func(io.Writer) error) error {
-	tmp, err := stageAtomic(path, perm, write)
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
-}
-
-// stageAtomic writes a temporary file beside path, with mode perm, for the caller to
-// rename over path; on error nothing is left behind.
-func stageAtomic(path string, perm os.FileMode, write func(io.Writer) error) (_ string, err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return "", err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err := write(tmp); err != nil {
-		return "", err
-	}
-	if err := tmp.Chmod(perm); err != nil {
-		return "", err
-	}
-	if err := tmp.Sync(); err != nil {
-		return "", err
-	}
-	if err := tmp.Close(); err != nil {
-		return "", err
-	}
-	return tmp.Name(), nil
 }
 
 // useColor decides colour: --color wins, then NO_COLOR, then whether out is a terminal.

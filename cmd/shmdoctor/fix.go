@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/spf13/pflag"
@@ -40,6 +39,8 @@ func fixProjects(projects []*analyze.Project, cfg analyze.Config, f *checkFlags,
 	if f.quiet {
 		log = io.Discard
 	}
+	// lines say what became of each finding, once the files are written or the diff printed.
+	var lines bytes.Buffer
 	var changes []analyze.FileChange
 	claimed := map[string]bool{}
 	var fixed, skipped, cannot, decide, failed int
@@ -74,13 +75,13 @@ func fixProjects(projects []*analyze.Project, cfg analyze.Config, f *checkFlags,
 			switch {
 			case fd.Fix != nil && slices.Contains(pt.Applied, fd.Fix):
 				fixed++
-				fmt.Fprintf(log, "%s: fixed: %s\n", at, fd.Fix.Description)
+				fmt.Fprintf(&lines, "%s: fixed: %s\n", at, fd.Fix.Description)
 			case fd.Fix != nil:
 				skipped++
-				fmt.Fprintf(log, "%s: left for the next run: the fix overlaps another\n", at)
+				fmt.Fprintf(&lines, "%s: left for the next run: the fix overlaps another\n", at)
 			case fd.NoFix != "":
 				cannot++
-				fmt.Fprintf(log, "%s: not fixed: %s\n", at, fd.NoFix)
+				fmt.Fprintf(&lines, "%s: not fixed: %s\n", at, fd.NoFix)
 			default:
 				decide++
 			}
@@ -90,14 +91,17 @@ func fixProjects(projects []*analyze.Project, cfg analyze.Config, f *checkFlags,
 		if err := replaceFiles(changes); err != nil {
 			return exitUsage, err
 		}
-		for _, c := range changes {
-			fmt.Fprintf(log, "wrote %s\n", c.Name)
-		}
 	} else {
 		for _, c := range changes {
 			if _, err := io.WriteString(stdout, c.Diff()); err != nil {
 				return exitUsage, fmt.Errorf("writing the diff: %w", err)
 			}
+		}
+	}
+	lines.WriteTo(log)
+	if f.fixWrite {
+		for _, c := range changes {
+			fmt.Fprintf(log, "wrote %s\n", c.Name)
 		}
 	}
 	if fixed+skipped+cannot+decide == 0 {
@@ -141,26 +145,25 @@ func touches(fx *analyze.Fix, claimed map[string]bool) bool {
 	return false
 }
 
-// replaceFiles writes fixed files all or none: every file is checked and written to a
-// temporary file in its folder first, and only then are they renamed over the originals.
-// A file that changed since the doctor read it, or that cannot be written, leaves every
-// file as it was.
+// replaceFiles writes fixed files all or none: every file is checked and staged first (see
+// prepareWrite), and only then are they written. A file that changed since the doctor read
+// it, or that cannot be written, leaves every file as it was.
 func replaceFiles(changes []analyze.FileChange) error {
-	var staged []staging
+	var staged []*pendingWrite
 	defer func() {
-		for _, st := range staged {
-			os.Remove(st.tmp) // gone once renamed
+		for _, w := range staged {
+			w.discard() // nothing once committed
 		}
 	}()
 	for _, c := range changes {
-		st, err := stageFile(c)
+		w, err := stageFile(c)
 		if err != nil {
 			return fmt.Errorf("writing %s: %w (no file was written)", c.Name, err)
 		}
-		staged = append(staged, st)
+		staged = append(staged, w)
 	}
-	for i, st := range staged {
-		if err := os.Rename(st.tmp, st.path); err != nil {
+	for i, w := range staged {
+		if err := w.commit(); err != nil {
 			done := ""
 			if i > 0 {
 				done = fmt.Sprintf(" (%d of %d files were written)", i, len(staged))
@@ -171,44 +174,15 @@ func replaceFiles(changes []analyze.FileChange) error {
 	return nil
 }
 
-// staging is a fixed file written beside the file it replaces.
-type staging struct{ path, tmp string }
-
-// stageFile writes a fixed file to a temporary file in the same folder with the file's
-// mode, to be renamed over it (over a symlink's target, so the link stays). A file that
-// changed since the doctor read it, or that its owner made read-only, is refused.
-func stageFile(c analyze.FileChange) (staging, error) {
-	path, err := filepath.EvalSymlinks(c.Path)
+// stageFile stages a fixed file (through a symlink to its target, so the link stays). A
+// file that changed since the doctor read it is refused.
+func stageFile(c analyze.FileChange) (*pendingWrite, error) {
+	cur, err := os.ReadFile(c.Path)
 	if err != nil {
-		return staging{}, err
-	}
-	st, err := os.Stat(path)
-	if err != nil {
-		return staging{}, err
-	}
-	cur, err := os.ReadFile(path)
-	if err != nil {
-		return staging{}, err
+		return nil, err
 	}
 	if !bytes.Equal(cur, c.Before) {
-		return staging{}, fmt.Errorf("the file changed since it was read: run the fix again")
+		return nil, fmt.Errorf("the file changed since it was read: run the fix again")
 	}
-	// Renaming needs only the folder's permission, and root may write anything: a file with
-	// no write bit was made read-only on purpose, and is left alone whoever runs the fix.
-	if st.Mode().Perm()&0o222 == 0 {
-		return staging{}, fmt.Errorf("the file is read-only (mode %04o): make it writable to fix it", st.Mode().Perm())
-	}
-	w, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		return staging{}, err
-	}
-	w.Close()
-	tmp, err := stageAtomic(path, st.Mode().Perm(), func(w io.Writer) error {
-		_, err := w.Write(c.After)
-		return err
-	})
-	if err != nil {
-		return staging{}, err
-	}
-	return staging{path: path, tmp: tmp}, nil
+	return prepareWrite(c.Path, c.After)
 }

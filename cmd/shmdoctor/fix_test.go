@@ -216,16 +216,19 @@ func TestFixWriteAllOrNothing(t *testing.T) {
 }
 
 // TestFixWriteReadOnly refuses a file its owner made read-only, though its folder would
-// let a rename replace it, and whoever runs the fix (root too).
+// let a rename replace it, and whoever runs the fix (root too), and does not say it fixed it.
 func TestFixWriteReadOnly(t *testing.T) {
 	dir := testutil.WriteFiles(t, map[string]string{"compose.yaml": "services:\n  db:\n    image: postgres:16\n"})
 	t.Chdir(dir)
 	if err := os.Chmod("compose.yaml", 0o444); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errs := shmdoctor(t, "", "--fix", "--write", ".")
+	code, out, errs := shmdoctor(t, "", "--fix", "--write", ".")
 	if code != exitUsage || !strings.Contains(errs, "compose.yaml") || !strings.Contains(errs, "read-only (mode 0444)") {
 		t.Errorf("exit %d, stderr %q", code, errs)
+	}
+	if strings.Contains(out, "fixed:") {
+		t.Errorf("a fix that was not written is said to be fixed: %q", out)
 	}
 	if b, _ := os.ReadFile("compose.yaml"); string(b) != "services:\n  db:\n    image: postgres:16\n" {
 		t.Errorf("compose.yaml was rewritten: %q", b)
