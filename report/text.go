@@ -185,11 +185,11 @@ func source(p *analyze.ShmPlan) string {
 	s := string(p.Source)
 	switch {
 	case len(p.Via) > 0:
-		s += ":" + strings.Join(p.Via, ">")
+		s += ":" + strings.Join(shownAll(p, p.Via), ">")
 	case p.Donor != "":
-		s += ":" + p.Donor
+		s += ":" + p.Shown(p.Donor)
 	case p.Mount != nil && p.Mount.Source != "":
-		s += ":" + p.Mount.Source
+		s += ":" + p.Shown(p.Mount.Source)
 	}
 	return s
 }
@@ -277,10 +277,10 @@ func derivation(p *analyze.ShmPlan) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: source %s", p.Service, p.Source)
 	if p.IPC != "" {
-		fmt.Fprintf(&b, " (ipc %s)", p.IPC)
+		fmt.Fprintf(&b, " (ipc %s)", p.Shown(p.IPC))
 	}
 	if len(p.Via) > 0 {
-		fmt.Fprintf(&b, " via %s", strings.Join(p.Via, " -> "))
+		fmt.Fprintf(&b, " via %s", strings.Join(shownAll(p, p.Via), " -> "))
 	}
 	fmt.Fprintf(&b, ", shm_size %s, predicted %s, memory limit %s", configured(p), predicted(p), limit(p))
 	switch {
