@@ -25,10 +25,12 @@ type envTracker struct {
 
 	mu      sync.Mutex
 	missing map[string][]string // template -> unset variables it uses
+	set     map[string]string   // variable -> value, of every set variable a template used
+	setIn   map[string][]string // template -> set variables it uses
 }
 
 func newEnvTracker(strict bool) *envTracker {
-	return &envTracker{strict: strict, values: map[string]unsetValue{}, missing: map[string][]string{}}
+	return &envTracker{strict: strict, values: map[string]unsetValue{}, missing: map[string][]string{}, set: map[string]string{}, setIn: map[string][]string{}}
 }
 
 // unsetValues say what a value gets when it depends on an unset variable, by the end of its
@@ -127,6 +129,7 @@ func paths(n *yaml.Node, path []string, fn func(path []string, v *yaml.Node)) {
 
 // substitute is an interpolation Substitute function for compose-go's loader.
 func (e *envTracker) substitute(value string, mapping template.Mapping) (string, error) {
+	mapping = e.recording(value, mapping)
 	if e.strict {
 		return template.Substitute(value, mapping)
 	}
@@ -172,6 +175,23 @@ func (e *envTracker) substitute(value string, mapping template.Mapping) (string,
 		return u.value, nil
 	}
 	return out, nil
+}
+
+// recording wraps mapping to remember every set variable the template asks for, and its
+// value: values must never reach a report (see redact).
+func (e *envTracker) recording(tmpl string, mapping template.Mapping) template.Mapping {
+	return func(name string) (string, bool) {
+		v, ok := mapping(name)
+		if ok && v != "" {
+			e.mu.Lock()
+			e.set[name] = v
+			if !slices.Contains(e.setIn[tmpl], name) {
+				e.setIn[tmpl] = append(e.setIn[tmpl], name)
+			}
+			e.mu.Unlock()
+		}
+		return v, ok
+	}
 }
 
 // varsIn returns the unset variables a template written in a file used.

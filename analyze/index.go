@@ -135,7 +135,7 @@ func (ix *Index) add(path string, content []byte) error {
 			}
 			if n := expandedSize(doc.Content[0], map[*yaml.Node]int64{}); n > maxExpandedNodes {
 				ix.docs[path] = docs
-				return &LoadError{Pos: Pos{File: ix.display(path), Line: doc.Line}, Msg: fmt.Sprintf("YAML aliases expand to more than %d nodes: refusing an alias bomb", maxExpandedNodes)}
+				return &LoadError{Pos: ix.pos(path, firstAlias(doc.Content[0])), Msg: fmt.Sprintf("YAML aliases expand to more than %d nodes: refusing an alias bomb", maxExpandedNodes)}
 			}
 			docs = append(docs, doc.Content[0])
 		}
@@ -614,6 +614,20 @@ func expandedSize(n *yaml.Node, memo map[*yaml.Node]int64) int64 {
 	}
 	memo[n] = size
 	return size
+}
+
+// firstAlias is where an alias bomb is reported: the first alias written in n, in document
+// order (n itself when it has none).
+func firstAlias(n *yaml.Node) *yaml.Node {
+	if n.Kind == yaml.AliasNode {
+		return n
+	}
+	for _, c := range n.Content {
+		if a := firstAlias(c); a.Kind == yaml.AliasNode {
+			return a
+		}
+	}
+	return n
 }
 
 // yamlError turns a YAML parser error into one located at the offending token. yaml.v3

@@ -246,7 +246,8 @@ func parseManifest(display string, content []byte) ([]*yaml.Node, error) {
 			continue
 		}
 		if n := expandedSize(doc.Content[0], map[*yaml.Node]int64{}); n > maxExpandedNodes {
-			return docs, &LoadError{Pos: Pos{File: display, Line: doc.Line}, Msg: fmt.Sprintf("YAML aliases expand to more than %d nodes: refusing an alias bomb", maxExpandedNodes)}
+			a := firstAlias(doc.Content[0])
+			return docs, &LoadError{Pos: Pos{File: display, Line: a.Line, Column: a.Column}, Msg: fmt.Sprintf("YAML aliases expand to more than %d nodes: refusing an alias bomb", maxExpandedNodes)}
 		}
 		docs = append(docs, doc.Content[0])
 	}

@@ -136,6 +136,9 @@ func Load(ctx context.Context, opts Options) []*Project {
 			out = append(out, vp)
 		}
 	}
+	for _, p := range out {
+		p.redact()
+	}
 	return out
 }
 

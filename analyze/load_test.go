@@ -16,13 +16,13 @@ import (
 // TestBadInput gives the loader broken projects: each must give one located, one-line error
 // naming the file (and the line where there is one), and never stop the other projects.
 func TestBadInput(t *testing.T) {
-	bomb := "x-a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+	// The bomb starts below the services: it is reported at its first alias, line 5.
+	bomb := "services:\n  a:\n    image: x\nx-a: &a [x, x, x, x, x, x, x, x, x, x]\n"
 	prev := "a"
 	for _, n := range []string{"b", "c", "d", "e", "f", "g", "h", "i"} {
 		bomb += "x-" + n + ": &" + n + " [" + strings.Repeat("*"+prev+", ", 9) + "*" + prev + "]\n"
 		prev = n
 	}
-	bomb += "services:\n  a:\n    image: x\n"
 	cases := []struct {
 		name  string
 		files map[string]string
@@ -38,7 +38,8 @@ func TestBadInput(t *testing.T) {
 		{"include cycle", map[string]string{"compose.yaml": "include:\n  - b.yaml\nservices:\n  a:\n    image: x\n", "b.yaml": "include:\n  - compose.yaml\nservices:\n  b:\n    image: x\n"}, "compose.yaml", 0, "include cycle"},
 		{"binary", map[string]string{"compose.yaml": "services:\x00\x01\x02\xff"}, "compose.yaml", 0, "binary"},
 		{"huge", map[string]string{"compose.yaml": "services: {}\n" + strings.Repeat("#", MaxFileSize)}, "compose.yaml", 0, "MiB"},
-		{"alias bomb", map[string]string{"compose.yaml": bomb}, "compose.yaml", 1, "alias"},
+		{"alias bomb", map[string]string{"compose.yaml": bomb}, "compose.yaml", 5, "alias"},
+		{"alias bomb in a manifest", map[string]string{"pod.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n" + strings.TrimPrefix(bomb, "services:\n  a:\n    image: x\n")}, "pod.yaml", 6, "alias"},
 		{"ipc to a missing service", map[string]string{"compose.yaml": "services:\n  a:\n    image: x\n    ipc: service:ghost\n"}, "compose.yaml", 4, "ghost"},
 		{"ipc cycle", map[string]string{"compose.yaml": "services:\n  a:\n    image: x\n    ipc: service:b\n  b:\n    image: x\n    ipc: service:a\n"}, "compose.yaml", 4, "cycle"},
 		{"bad x-shmdoctor", map[string]string{"compose.yaml": "services:\n  a:\n    image: x\n    x-shmdoctor:\n      need: lots\n"}, "compose.yaml", 5, "need"},

@@ -66,6 +66,8 @@ type ShmPlan struct {
 	Notes []string
 	// K8s holds what a Kubernetes container adds; nil for compose services.
 	K8s *K8sPlan
+	// secrets are the set variables of the project, which Shown hides.
+	secrets []setVar
 }
 
 // Mount is a mount at /dev/shm.

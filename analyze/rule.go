@@ -138,6 +138,7 @@ func (p *Pass) Report(f Finding) {
 	if f.Pos.File == "" {
 		f.Pos = p.ServicePos()
 	}
+	f.shown(p.Plan)
 	*p.findings = append(*p.findings, f)
 }
 

@@ -591,16 +591,3 @@ func gbps(n int64, d time.Duration) float64 {
 	v := float64(n) / d.Seconds() / 1e9
 	return float64(int64(v*1000+0.5)) / 1000
 }
-
-// tailBuffer keeps the last 512 bytes written to it.
-type tailBuffer struct{ b []byte }
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.b = append(t.b, p...)
-	if len(t.b) > 512 {
-		t.b = t.b[len(t.b)-512:]
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string { return oneLine(string(t.b)) }

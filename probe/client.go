@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -175,8 +176,22 @@ func NewClient(ctx context.Context) (Client, func() error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if strings.HasPrefix(ep.Host, "ssh://") {
+		u, _ := url.Parse(ep.Host) // sshDialer parsed it already
+		return sshClient{c, u.Redacted()}, c.Close, nil
+	}
 	return c, c.Close, nil
 }
+
+// sshClient is a client whose connections go through ssh: the client's own host is a
+// placeholder, so the daemon is named as the user gave it (ssh://user@host).
+type sshClient struct {
+	*client.Client
+	host string
+}
+
+// DaemonHost is the ssh:// address of the daemon.
+func (c sshClient) DaemonHost() string { return c.host }
 
 func newClientFor(ep Endpoint) (*client.Client, error) {
 	var opts []client.Opt
@@ -240,6 +255,10 @@ func Ping(ctx context.Context, c Client) error {
 // reason reduces a client error to its cause on one line: the network error when there is
 // one, otherwise the daemon's own message without the client's decoration.
 func reason(err error) string {
+	var sshErr sshError
+	if errors.As(err, &sshErr) {
+		return sshErr.Error()
+	}
 	var opErr *net.OpError
 	if errors.As(err, &opErr) {
 		return oneLine(opErr.Error())

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -117,6 +118,25 @@ func TestSSHDialer(t *testing.T) {
 		if _, err := sshDialer(bad); err == nil {
 			t.Errorf("%s: want an error", bad)
 		}
+	}
+}
+
+// TestSSHError: a daemon behind ssh:// is named as the user gave it, not by the client's
+// placeholder host, with what ssh said (here: nothing listens on port 1), not a bare EOF.
+func TestSSHError(t *testing.T) {
+	if _, err := exec.LookPath("ssh"); err != nil {
+		t.Skip("no ssh client")
+	}
+	t.Setenv("DOCKER_HOST", "ssh://someone@127.0.0.1:1")
+	c, closeClient, err := NewClient(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeClient()
+	err = Ping(context.Background(), c)
+	want := "cannot reach the Docker daemon at ssh://someone@127.0.0.1:1: ssh: connect to host 127.0.0.1 port 1: Connection refused"
+	if err == nil || err.Error() != want {
+		t.Errorf("got %v\nwant %s", err, want)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"os/exec"
+	"strings"
 	"sync"
 	"time"
 )
@@ -33,6 +34,8 @@ func sshDialer(host string) (func(ctx context.Context, network, addr string) (ne
 	return func(ctx context.Context, _, _ string) (net.Conn, error) {
 		// The connection outlives the dial context, so the command does not take it.
 		cmd := exec.Command("ssh", args...)
+		stderr := &tailBuffer{}
+		cmd.Stderr = stderr
 		stdin, err := cmd.StdinPipe()
 		if err != nil {
 			return nil, err
@@ -44,20 +47,32 @@ func sshDialer(host string) (func(ctx context.Context, network, addr string) (ne
 		if err := cmd.Start(); err != nil {
 			return nil, fmt.Errorf("starting ssh to %s: %w", u.Hostname(), err)
 		}
-		return &cmdConn{cmd: cmd, w: stdin, r: stdout, host: u.Hostname()}, nil
+		return &cmdConn{cmd: cmd, w: stdin, r: stdout, host: u.Redacted(), stderr: stderr}, nil
 	}, nil
 }
 
-// cmdConn is a net.Conn over a command's stdin and stdout.
+// cmdConn is a net.Conn over a command's stdin and stdout. host is the daemon host as the
+// user gave it (ssh://user@host), which errors name.
 type cmdConn struct {
-	cmd  *exec.Cmd
-	w    io.WriteCloser
-	r    io.ReadCloser
-	host string
-	once sync.Once
+	cmd    *exec.Cmd
+	w      io.WriteCloser
+	r      io.ReadCloser
+	host   string
+	stderr *tailBuffer
+	once   sync.Once
 }
 
-func (c *cmdConn) Read(p []byte) (int, error)  { return c.r.Read(p) }
+// Read fails with what ssh said when the stream ends on an ssh that failed (an unknown host,
+// a refused key, no docker on the remote side): a bare EOF would say nothing.
+func (c *cmdConn) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if err == io.EOF {
+		if msg := c.stderr.String(); msg != "" {
+			err = sshError(msg)
+		}
+	}
+	return n, err
+}
 func (c *cmdConn) Write(p []byte) (int, error) { return c.w.Write(p) }
 
 func (c *cmdConn) Close() error {
@@ -77,6 +92,40 @@ func (c *cmdConn) RemoteAddr() net.Addr             { return sshAddr(c.host) }
 func (c *cmdConn) SetDeadline(time.Time) error      { return nil }
 func (c *cmdConn) SetReadDeadline(time.Time) error  { return nil }
 func (c *cmdConn) SetWriteDeadline(time.Time) error { return nil }
+
+// tailBuffer keeps the last 512 bytes written to it: a command's error, bounded whatever it
+// prints. exec writes to it from its own goroutine.
+type tailBuffer struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > 512 {
+		t.b = t.b[len(t.b)-512:]
+	}
+	return len(p), nil
+}
+
+// String is what was written, on one line.
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return oneLine(string(t.b))
+}
+
+// sshError is what ssh printed when it failed: the cause a user can act on.
+type sshError string
+
+func (e sshError) Error() string {
+	if strings.HasPrefix(string(e), "ssh:") {
+		return string(e)
+	}
+	return "ssh: " + string(e)
+}
 
 type sshAddr string
 

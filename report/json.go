@@ -169,7 +169,7 @@ func JSON(w io.Writer, r *Report, o Options) error {
 
 func shmJSON(p *analyze.ShmPlan) jsonShm {
 	s := jsonShm{
-		Source: p.Source, IPC: p.IPC, Donor: p.Donor, Via: p.Via,
+		Source: p.Source, IPC: p.Shown(p.IPC), Donor: p.Shown(p.Donor), Via: shownAll(p, p.Via),
 		ConfiguredBytes: p.Configured, PredictedBytes: p.Predicted, MemoryLimitBytes: p.MemLimit,
 		NeedBytes: p.Need, NeedFrom: p.NeedFrom, GPU: p.GPU, Ignored: p.Ignored, Notes: p.Notes,
 	}
@@ -177,7 +177,7 @@ func shmJSON(p *analyze.ShmPlan) jsonShm {
 		s.Profile = &p.Profile.ID
 	}
 	if p.Mount != nil {
-		s.Mount = &jsonMount{Type: p.Mount.Type, Source: p.Mount.Source, SizeBytes: p.Mount.Size, ReadOnly: p.Mount.ReadOnly}
+		s.Mount = &jsonMount{Type: p.Mount.Type, Source: p.Shown(p.Mount.Source), SizeBytes: p.Mount.Size, ReadOnly: p.Mount.ReadOnly}
 	}
 	if k := p.K8s; k != nil {
 		s.Kubernetes = &jsonK8s{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name, Group: k.Group, Container: k.Container,
@@ -190,4 +190,13 @@ func shmJSON(p *analyze.ShmPlan) jsonShm {
 		s.Unresolved = append(s.Unresolved, jsonUnresolved{Key: u.Key, Vars: u.Vars})
 	}
 	return s
+}
+
+// shownAll is Shown for each text of a list.
+func shownAll(p *analyze.ShmPlan, list []string) []string {
+	var out []string
+	for _, s := range list {
+		out = append(out, p.Shown(s))
+	}
+	return out
 }

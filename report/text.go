@@ -3,7 +3,10 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"charm.land/lipgloss/v2"
 
@@ -47,17 +50,17 @@ func textProject(w *errWriter, p *Project, pal palette, o Options) {
 	}
 	findings := p.Shown(o)
 	if !o.Quiet || len(findings) > 0 || len(p.Errors) > 0 {
-		w.printf("%s\n", pal.Project.Render(title))
+		w.printf("%s\n", pal.Project.Render(printable(title)))
 		if v := p.Variant; v != nil {
-			w.printf("  %s\n", pal.Dim.Render(fmt.Sprintf("checked as %s, %s: %s", v.CheckedAs(), v.Mode(), v.Why)))
+			w.printf("  %s\n", pal.Dim.Render(printable(fmt.Sprintf("checked as %s, %s: %s", v.CheckedAs(), v.Mode(), v.Why))))
 		}
 	}
 	for _, e := range p.Errors {
-		w.printf("  %s %s %s\n", pal.Severity[analyze.Error].Render("error"), pal.Pos.Render(e.Pos.String()), e.Msg)
+		w.printf("  %s %s %s\n", pal.Severity[analyze.Error].Render("error"), pal.Pos.Render(printable(e.Pos.String())), printable(e.Msg))
 	}
 	if !o.Quiet {
 		for _, n := range p.Notes {
-			w.printf("  %s\n", pal.Dim.Render("note: "+n))
+			w.printf("  %s\n", pal.Dim.Render(printable("note: "+n)))
 		}
 	}
 	var current string
@@ -68,36 +71,56 @@ func textProject(w *errWriter, p *Project, pal palette, o Options) {
 		}
 		if s := f.Suppressed; s != nil {
 			// Listed for review, dimmed: what silences it instead of a fix.
-			w.printf("    %s\n", pal.Dim.Render(fmt.Sprintf("%-7s %s %s %s", f.Severity, f.Rule, f.Pos, f.Message)))
+			w.printf("    %s\n", pal.Dim.Render(printable(fmt.Sprintf("%-7s %s %s %s", f.Severity, f.Rule, f.Pos, f.Message))))
 			why := fmt.Sprintf("suppressed by %s at %s", s.Kind, s.Pos)
 			if s.Reason != "" {
 				why += ": " + s.Reason
 			}
-			w.printf("            %s\n", pal.Dim.Render(why))
+			w.printf("            %s\n", pal.Dim.Render(printable(why)))
 			continue
 		}
 		sev := pal.Severity[f.Severity].Render(fmt.Sprintf("%-7s", f.Severity))
-		w.printf("    %s %s %s %s\n", sev, pal.Rule.Render(f.Rule), pal.Pos.Render(f.Pos.String()), f.Message)
+		w.printf("    %s %s %s %s\n", sev, pal.Rule.Render(f.Rule), pal.Pos.Render(printable(f.Pos.String())), printable(f.Message))
 		// Kubernetes fixes carry YAML snippets: their lines stay under the fix.
-		fix := strings.ReplaceAll(f.Remediation, "\n", "\n                 ")
+		fix := strings.ReplaceAll(printable(f.Remediation, '\n'), "\n", "\n                 ")
 		fix = strings.ReplaceAll(fix, "\n                 \n", "\n\n")
 		w.printf("            %s\n", pal.Fix.Render("fix: "+fix))
 	}
 	if o.Verbose {
 		if p.Index != nil && !p.Kubernetes {
-			w.printf("  %s\n", pal.Dim.Render("read: "+strings.Join(p.Index.Files(), ", ")))
+			w.printf("  %s\n", pal.Dim.Render(printable("read: "+strings.Join(p.Index.Files(), ", "))))
 		}
 		for _, plan := range p.Plans {
-			w.printf("  %s\n", pal.Dim.Render(derivation(plan)))
+			w.printf("  %s\n", pal.Dim.Render(printable(derivation(plan))))
 		}
 	}
 	if len(p.Plans) > 0 && !o.Quiet {
 		w.printf("\n")
 		serviceTable(w, p, pal)
 		for _, n := range probeNotes(p) {
-			w.printf("  %s\n", pal.Dim.Render(n))
+			w.printf("  %s\n", pal.Dim.Render(printable(n)))
 		}
 	}
+}
+
+// printable writes the control characters of s as Go escapes (\x1b, \n), except those in
+// keep: a file name holding an escape sequence or a newline must neither restyle the
+// terminal nor forge a line of the report.
+func printable(s string, keep ...rune) string {
+	escape := func(r rune) bool { return unicode.IsControl(r) && !slices.Contains(keep, r) }
+	if !strings.ContainsFunc(s, escape) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if escape(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // byService orders findings into one run per service, services in the order of their first
@@ -130,7 +153,7 @@ func serviceTable(w *errWriter, p *Project, pal palette) {
 	}
 	rows := [][]string{head}
 	for _, plan := range p.Plans {
-		row := []string{plan.Service, configured(plan), predicted(plan), source(plan), limit(plan), profile(plan)}
+		row := []string{plan.Service, configured(plan), predicted(plan), printable(source(plan)), limit(plan), profile(plan)}
 		if p.Measurements != nil {
 			row = append(row, measured(p.Measurements[plan.Service])...)
 		}
@@ -185,11 +208,11 @@ func source(p *analyze.ShmPlan) string {
 	s := string(p.Source)
 	switch {
 	case len(p.Via) > 0:
-		s += ":" + strings.Join(p.Via, ">")
+		s += ":" + strings.Join(shownAll(p, p.Via), ">")
 	case p.Donor != "":
-		s += ":" + p.Donor
+		s += ":" + p.Shown(p.Donor)
 	case p.Mount != nil && p.Mount.Source != "":
-		s += ":" + p.Mount.Source
+		s += ":" + p.Shown(p.Mount.Source)
 	}
 	return s
 }
@@ -277,10 +300,10 @@ func derivation(p *analyze.ShmPlan) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: source %s", p.Service, p.Source)
 	if p.IPC != "" {
-		fmt.Fprintf(&b, " (ipc %s)", p.IPC)
+		fmt.Fprintf(&b, " (ipc %s)", p.Shown(p.IPC))
 	}
 	if len(p.Via) > 0 {
-		fmt.Fprintf(&b, " via %s", strings.Join(p.Via, " -> "))
+		fmt.Fprintf(&b, " via %s", strings.Join(shownAll(p, p.Via), " -> "))
 	}
 	fmt.Fprintf(&b, ", shm_size %s, predicted %s, memory limit %s", configured(p), predicted(p), limit(p))
 	switch {

@@ -453,3 +453,26 @@ func TestHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestEscapedPaths names files with an escape sequence and a newline: the text report prints
+// them escaped, so that a hostile file name neither restyles the terminal nor forges a line,
+// and every line of the report is still one of the report's own.
+func TestEscapedPaths(t *testing.T) {
+	evil, newline := "ev\x1b[31mil.yaml", "new\nline.yaml"
+	src := "services:\n  pg:\n    image: postgres:16\n    ipc: host\n    shm_size: 1g\n    volumes:\n      - \"/srv/d\\e[2Jb:/dev/shm\"\n"
+	t.Chdir(testutil.WriteFiles(t, map[string]string{evil: src, newline: src}))
+	_, out, errs := shmdoctor(t, "", "--probe", "never", "-v", "--color", "never", evil, newline, "missing\x1b]0;title\x07.yaml")
+	if strings.ContainsAny(out+errs, "\x1b\x07") {
+		t.Errorf("control characters printed:\n%q", out+errs)
+	}
+	for _, want := range []string{`ev\x1b[31mil.yaml:5:5`, `new\nline.yaml:5:5`, `read: new\nline.yaml`, `missing\x1b]0;title\a.yaml`, `bind:/srv/d\x1b[2Jb`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %s in:\n%s", want, out)
+		}
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "line.yaml") {
+			t.Errorf("a file name forged a line: %q", l)
+		}
+	}
+}
