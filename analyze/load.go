@@ -33,10 +33,13 @@ type Options struct {
 	ProjectName string   // -p
 	Profiles    []string // --profile; none means every service, whatever its profiles
 	Recursive   bool     // every compose project under the folders in Paths
-	StrictEnv   bool     // unset variables and missing env files are errors, as in docker compose
-	Stdin       io.Reader
-	Need        *int64 // --need, for every service
-	NeedFrom    string // who set Need, as reports name it; default --need
+	// AllowEmpty makes a Recursive folder with no compose project or manifest in it nothing
+	// to check rather than an error: a pre-commit hook runs on any YAML change.
+	AllowEmpty bool
+	StrictEnv  bool // unset variables and missing env files are errors, as in docker compose
+	Stdin      io.Reader
+	Need       *int64 // --need, for every service
+	NeedFrom   string // who set Need, as reports name it; default --need
 }
 
 // Project is one loaded compose project: the compose-go model, the source index, and what
@@ -194,7 +197,7 @@ func targets(opts Options) []target {
 			if err != nil {
 				out = append(out, target{dir: p, err: &LoadError{Pos: Pos{File: p}, Msg: err.Error()}})
 			}
-			if len(found) == 0 && err == nil {
+			if len(found) == 0 && err == nil && !opts.AllowEmpty {
 				out = append(out, target{dir: p, err: &LoadError{Pos: Pos{File: p}, Msg: "no compose project or Kubernetes manifest found under this folder"}})
 			}
 			for _, f := range found {

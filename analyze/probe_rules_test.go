@@ -20,7 +20,7 @@ func TestProbeRules(t *testing.T) {
 		// as predicted
 		"embedder": {Exists: true, MeasuredBytes: size(64 << 20), Write: &Write{TargetBytes: 1 << 30, WrittenBytes: 1 << 30, Outcome: WriteOK}},
 		// within 1%
-		"trainer":   {Exists: true, MeasuredBytes: size(8<<30 - 1<<20), Write: &Write{TargetBytes: 8 << 30, WrittenBytes: 6 << 30, Outcome: WriteOOMKilled}},
+		"trainer":   {Exists: true, MeasuredBytes: size(2<<30 - 1<<20), Write: &Write{TargetBytes: 2<<30 + 256<<20, WrittenBytes: 1536 << 20, Outcome: WriteOOMKilled}},
 		"scraper":   {Exists: true, MeasuredBytes: size(64 << 20), Write: &Write{TargetBytes: 2 << 30, WrittenBytes: 64 << 20, Outcome: WriteENOSPC}},
 		"pgvector":  {Exists: true, MeasuredBytes: size(12 << 30), Write: &Write{TargetBytes: 128 << 20, WrittenBytes: 64 << 20, Outcome: WriteSIGBUS}},
 		"evaluator": {CreateError: "Error response from daemon: non-shareable IPC (hint: use IpcMode:shareable for the donor container)"},

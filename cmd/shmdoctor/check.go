@@ -118,6 +118,7 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	fs.SortFlags = false
 	addComposeFlags(fs, &f.load)
 	fs.BoolVarP(&f.load.Recursive, "recursive", "r", false, "analyse every compose project and variant (docker-compose.gpu.yml) under the folders given (skips .git, node_modules, vendor)")
+	fs.BoolVar(&f.load.AllowEmpty, "allow-empty", false, "with -r: a folder with no compose project or Kubernetes manifest is not an error (pre-commit hooks)")
 	fs.BoolVar(&f.load.StrictEnv, "strict-env", false, "treat unset variables and missing env files as errors, as docker compose does")
 	fs.StringVar(&f.need, "need", "", "the /dev/shm every service needs, such as 8g (overrides x-shmdoctor)")
 	fs.StringArrayVar(&f.formats, "format", []string{"text"}, "output `format`: "+report.FormatNames()+" (repeatable, with one --output each)")

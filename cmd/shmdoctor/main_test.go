@@ -101,6 +101,10 @@ func TestExitCodes(t *testing.T) {
 		{"bad fail-on", []string{"--fail-on", "loud", "testdata/demo"}, exitUsage},
 		{"bad need", []string{"--need", "lots", "testdata/demo"}, exitUsage},
 		{"missing path", []string{"testdata/nope"}, exitUsage},
+		// docs/ci holds CI files only (a GitLab CI file has a services key): nothing to check.
+		{"-r finds nothing", []string{"-r", "docs/ci"}, exitUsage},
+		{"-r --allow-empty finds nothing", []string{"-r", "--allow-empty", "docs/ci"}, exitClean},
+		{"-r --allow-empty still fails on findings", []string{"-r", "--allow-empty", "testdata/rules/SHM004"}, exitFindings},
 		{"help", []string{"--help"}, exitClean},
 		{"rules", []string{"rules"}, exitClean},
 		{"explain", []string{"explain", "shm012"}, exitClean},

@@ -99,27 +99,37 @@ type preCommitHook struct {
 	LogFile                 string   `yaml:"log_file"`
 }
 
-// TestPreCommitManifest validates .pre-commit-hooks.yaml as pre-commit would read it (pre-commit
-// itself is not installed here: the schema is checked key by key), then runs the hook the way
-// pre-commit runs it on a stack with findings and on a clean one.
+// TestPreCommitManifest validates .pre-commit-hooks.yaml as pre-commit would read it (the
+// schema key by key; TestPreCommit runs the hooks with pre-commit itself), then runs the hook
+// command the way pre-commit runs it on a stack with findings, on a clean one and on a folder
+// with no stack.
 func TestPreCommitManifest(t *testing.T) {
 	var hooks []preCommitHook
 	decodeStrict(t, filepath.Join(root(t), ".pre-commit-hooks.yaml"), &hooks)
-	if len(hooks) != 1 {
-		t.Fatalf("%d hooks, want 1", len(hooks))
+	languages := map[string]string{"shmdoctor": "golang", "shmdoctor-system": "system", "shmdoctor-docker": "docker_image"}
+	if len(hooks) != len(languages) {
+		t.Fatalf("%d hooks, want %d", len(hooks), len(languages))
 	}
-	h := hooks[0]
-	if h.ID != "shmdoctor" || h.Name == "" || h.Description == "" {
-		t.Errorf("id %q, name %q, description %q", h.ID, h.Name, h.Description)
+	for _, h := range hooks {
+		if h.Name == "" || h.Description == "" || h.Language != languages[h.ID] {
+			t.Errorf("id %q: name %q, description %q, language %q, want %q", h.ID, h.Name, h.Description, h.Language, languages[h.ID])
+		}
+		delete(languages, h.ID)
+		if h.Args == nil || strings.Join(h.Args, " ") != strings.Join(hooks[0].Args, " ") || h.Files != hooks[0].Files {
+			t.Errorf("%s: args %q, files %q: every hook runs the same check", h.ID, h.Args, h.Files)
+		}
+		// A compose project spans several files: they must not be passed one by one, each
+		// as its own project.
+		if h.PassFilenames == nil || *h.PassFilenames {
+			t.Errorf("%s: pass_filenames must be false", h.ID)
+		}
 	}
 	// language golang: pre-commit runs `go install ./...` in this repository and puts the
-	// binaries on PATH, so the entry must be the name of one of the module's commands.
-	if h.Language != "golang" {
-		t.Errorf("language %q, want golang", h.Language)
-	}
-	entry := strings.Fields(h.Entry)
-	if len(entry) == 0 {
-		t.Fatal("no entry")
+	// binaries on PATH, so the entry must be the name of one of the module's commands; the
+	// system hook runs the same command from PATH; the docker hook the image make image builds.
+	entry := strings.Fields(hooks[0].Entry)
+	if hooks[0].ID != "shmdoctor" || len(entry) == 0 {
+		t.Fatalf("first hook %q, entry %q", hooks[0].ID, hooks[0].Entry)
 	}
 	found := false
 	for _, p := range mainPackages(t) {
@@ -128,38 +138,47 @@ func TestPreCommitManifest(t *testing.T) {
 	if !found {
 		t.Fatalf("entry %q is not a command of the module (%v)", entry[0], mainPackages(t))
 	}
-	// A compose project spans several files: they must not be passed one by one, each as
-	// its own project.
-	if h.PassFilenames == nil || *h.PassFilenames {
-		t.Error("pass_filenames must be false")
+	for _, h := range hooks[1:] {
+		want := map[string]string{"shmdoctor-system": hooks[0].Entry, "shmdoctor-docker": "shmdoctor:latest"}[h.ID]
+		if h.Entry != want {
+			t.Errorf("%s: entry %q, want %q", h.ID, h.Entry, want)
+		}
 	}
 	// pre-commit matches files with Python's re.search; these patterns mean the same in RE2.
-	files, err := regexp.Compile(h.Files)
+	// -r reads every YAML file (variants by name, manifests and unmistakable compose files by
+	// content) and the .env files compose interpolates from.
+	files, err := regexp.Compile(hooks[0].Files)
 	if err != nil {
 		t.Fatalf("files: %v", err)
 	}
 	for _, name := range []string{"compose.yaml", "compose.yml", "docker-compose.yaml", "docker-compose.yml",
-		"compose.override.yaml", "docker-compose.prod.yml", "deploy/gpu/compose.yaml", ".env", "stack/.env"} {
+		"compose.override.yaml", "docker-compose.prod.yml", "docker-compose.gpu.yml", "gpu.compose.yaml",
+		"ml-docker-compose.yml", "deploy/compose/nims.yaml", "example/compute-ray.yaml", "k8s/deploy.yaml",
+		"Deploy.YML", "deploy/gpu/compose.yaml", ".env", "stack/.env"} {
 		if !files.MatchString(name) {
 			t.Errorf("files does not match %s", name)
 		}
 	}
-	for _, name := range []string{"README.md", "composer.json", "composer.yaml", "my-compose.yaml", "compose.yaml.orig", "k8s/deploy.yaml", "x.env"} {
+	for _, name := range []string{"README.md", "composer.json", "compose.yaml.orig", "x.env", "yaml", "docs/compose.md"} {
 		if files.MatchString(name) {
 			t.Errorf("files matches %s", name)
 		}
 	}
 
 	bin := doctorPath(t)
-	args := append(entry[1:], h.Args...)
-	demo := copyTree(t, filepath.Join(root(t), "testdata", "demo"))
-	r := runIn(t, demo, []string{withPath(bin), "NO_COLOR=1"}, filepath.Join(bin, entry[0]), args...)
-	if r.code != 1 || !strings.Contains(r.stdout, "SHM012") {
+	args := append(entry[1:], hooks[0].Args...)
+	run := func(dir string) result {
+		return runIn(t, dir, []string{withPath(bin), "NO_COLOR=1"}, filepath.Join(bin, entry[0]), args...)
+	}
+	if r := run(copyTree(t, filepath.Join(root(t), "testdata", "demo"))); r.code != 1 || !strings.Contains(r.stdout, "SHM012") {
 		t.Errorf("hook on the demo: exit %d, want 1 with SHM012\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	silent := copyTree(t, filepath.Join(root(t), "testdata", "rules", "silent"))
-	if r := runIn(t, silent, []string{"NO_COLOR=1"}, filepath.Join(bin, entry[0]), args...); r.code != 0 {
+	if r := run(copyTree(t, filepath.Join(root(t), "testdata", "rules", "silent"))); r.code != 0 {
 		t.Errorf("hook on a clean stack: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// CI files only, a GitLab CI file with its services key among them: nothing to check.
+	if r := run(copyTree(t, filepath.Join(root(t), "docs", "ci"))); r.code != 0 {
+		t.Errorf("hook on a folder with no stack: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
 
