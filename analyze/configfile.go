@@ -76,18 +76,15 @@ func ReadConfigFile(file string) (*ConfigFile, error) {
 		}
 		return &LoadError{Pos: pos, Msg: fmt.Sprintf(format, args...)}
 	}
-	st, err := os.Stat(abs)
+	if st, err := os.Stat(abs); err == nil && st.IsDir() {
+		return nil, fail(nil, "is a folder, not a config file")
+	}
+	b, err := (*sources)(nil).read(abs, false)
 	switch {
 	case err != nil:
 		return nil, fail(nil, "%s", cleanPathErr(err))
-	case st.IsDir():
-		return nil, fail(nil, "is a folder, not a config file")
-	case st.Size() > maxConfigSize:
+	case len(b) > maxConfigSize:
 		return nil, fail(nil, "config file is more than %d MiB", maxConfigSize>>20)
-	}
-	b, err := os.ReadFile(abs)
-	if err != nil {
-		return nil, fail(nil, "%s", cleanPathErr(err))
 	}
 	if err := checkText(b); err != nil {
 		return nil, fail(nil, "%v", err)

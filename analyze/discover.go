@@ -164,7 +164,7 @@ func overlayOf(variant string, base *Project) (names []string, why string) {
 	if base.Compose == nil {
 		return nil, base.firstFile() + " does not load"
 	}
-	b, err := readSource(variant)
+	b, err := readSource(base.Index.input, variant)
 	if err != nil {
 		return nil, "it cannot be read"
 	}

@@ -58,6 +58,8 @@ type Index struct {
 	// directives are the # shmdoctor-ignore comments of each file.
 	directives map[string][]directive
 	anchors    map[string]*anchorTable // made on first use by fixes
+	// input reads the files, each once and bounded.
+	input *sources
 }
 
 // layer is one definition of a service in one file.
@@ -71,24 +73,15 @@ type layer struct {
 	shared bool
 }
 
-func newIndex(dir string) *Index {
+func newIndex(dir string, input *sources) *Index {
 	cwd, _ := os.Getwd()
-	return &Index{dir: dir, docs: map[string][]*yaml.Node{}, src: map[string][]byte{}, names: map[string]string{}, cwd: cwd, directives: map[string][]directive{}}
+	return &Index{dir: dir, input: input, docs: map[string][]*yaml.Node{}, src: map[string][]byte{}, names: map[string]string{}, cwd: cwd, directives: map[string][]directive{}}
 }
 
-// readSource reads a compose file the doctor is willing to parse: bounded, and text.
-func readSource(path string) ([]byte, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if st.IsDir() {
-		return nil, fmt.Errorf("%s is a folder, not a compose file", path)
-	}
-	if st.Size() > MaxFileSize {
-		return nil, fmt.Errorf("file is %d MiB, more than the %d MiB a compose file may have", st.Size()>>20, MaxFileSize>>20)
-	}
-	b, err := os.ReadFile(path)
+// readSource reads a compose file the doctor is willing to parse: a regular file, bounded,
+// and text.
+func readSource(s *sources, path string) ([]byte, error) {
+	b, err := s.read(path, false)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +168,7 @@ func (ix *Index) addTree(path string, content []byte, workDir string, depth int)
 		if _, ok := ix.docs[path]; ok {
 			return nil
 		}
-		b, err := readSource(path)
+		b, err := readSource(ix.input, path)
 		if err != nil {
 			return err
 		}
@@ -186,6 +179,15 @@ func (ix *Index) addTree(path string, content []byte, workDir string, depth int)
 	}
 	for _, doc := range ix.docs[path] {
 		for _, inc := range includes(doc, workDir) {
+			// compose-go reads an included project's env files itself: only bounded
+			// regular files may reach it.
+			for _, f := range inc.envFiles {
+				if _, err := os.Stat(f); err == nil {
+					if _, err := ix.input.read(f, false); err != nil {
+						return err
+					}
+				}
+			}
 			for _, f := range inc.files {
 				if _, err := os.Stat(f); err == nil {
 					if err := ix.addTree(f, nil, inc.dir, depth+1); err != nil {
@@ -206,8 +208,9 @@ func (ix *Index) addTree(path string, content []byte, workDir string, depth int)
 }
 
 type include struct {
-	files []string // main file first, then its overrides
-	dir   string   // the included project's folder
+	files    []string // main file first, then its overrides
+	dir      string   // the included project's folder
+	envFiles []string // its env_file entries, or its .env
 }
 
 // includes lists a document's include entries, resolved as compose-go resolves them:
@@ -245,12 +248,18 @@ func includes(doc *yaml.Node, workDir string) []include {
 			if d := get(e, "project_directory"); d != nil && d.Value != "" {
 				inc.dir = abs(d.Value)
 			}
+			for _, s := range scalars0(get(e, "env_file")) {
+				inc.envFiles = append(inc.envFiles, abs(s))
+			}
 		}
 		if len(inc.files) == 0 {
 			continue
 		}
 		if inc.dir == "" {
 			inc.dir = filepath.Dir(inc.files[0])
+		}
+		if len(inc.envFiles) == 0 {
+			inc.envFiles = []string{filepath.Join(inc.dir, ".env")}
 		}
 		out = append(out, inc)
 	}

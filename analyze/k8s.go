@@ -137,8 +137,8 @@ func isK8sObject(n *yaml.Node) bool {
 }
 
 // sniffFile reads a file and sniffs it; unreadable files are compose's to report.
-func sniffFile(p string) inputKind {
-	b, err := readSource(p)
+func sniffFile(s *sources, p string) inputKind {
+	b, err := readSource(s, p)
 	if err != nil {
 		return inputCompose
 	}
@@ -164,7 +164,7 @@ func hasComposeFile(dir string) bool {
 
 // folderManifests lists the Kubernetes manifests (and Helm templates, which report their
 // own error) directly in dir, sorted.
-func folderManifests(dir string) []string {
+func folderManifests(s *sources, dir string) []string {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
@@ -175,7 +175,7 @@ func folderManifests(dir string) []string {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
-		if k := sniffFile(p); k != inputCompose {
+		if k := sniffFile(s, p); k != inputCompose {
 			out = append(out, p)
 		}
 	}
@@ -186,17 +186,17 @@ func folderManifests(dir string) []string {
 func loadKubernetes(t target, opts Options) *Project {
 	file := t.files[0]
 	p := &Project{Kubernetes: true}
-	p.Index = newIndex("")
+	p.Index = newIndex("", opts.src)
 	abs := file
 	var content []byte
 	if file == "-" {
 		content = t.stdin
-		p.Index.names[file] = StdinName
+		p.Index.names[file] = t.stdinName()
 	} else {
 		if a, err := filepath.Abs(file); err == nil {
 			abs = a
 		}
-		b, err := readSource(abs)
+		b, err := readSource(opts.src, abs)
 		if err != nil {
 			p.Name, p.Files = file, []string{file}
 			p.fail(Pos{File: file}, "%s", cleanPathErr(err))

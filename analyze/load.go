@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/compose-spec/compose-go/v2/cli"
+	"github.com/compose-spec/compose-go/v2/dotenv"
 	"github.com/compose-spec/compose-go/v2/errdefs"
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
@@ -40,6 +42,8 @@ type Options struct {
 	Stdin      io.Reader
 	Need       *int64 // --need, for every service
 	NeedFrom   string // who set Need, as reports name it; default --need
+	// src reads every input of one Load once; Load makes it.
+	src *sources
 }
 
 // Project is one loaded compose project: the compose-go model, the source index, and what
@@ -101,6 +105,7 @@ var DefaultFileNames = cli.DefaultFileNames
 // Load loads every project that opts selects. Each project carries its own errors, so one
 // broken project does not stop the others.
 func Load(ctx context.Context, opts Options) []*Project {
+	opts.src = newSources()
 	ts := targets(opts)
 	// Every folder's default project first: a variant that any of them reads (an override,
 	// a file included or extended, from this folder or another) is part of it, as docker
@@ -108,7 +113,7 @@ func Load(ctx context.Context, opts Options) []*Project {
 	bases := make([]*Project, len(ts))
 	var loaded []*Project
 	for i, t := range ts {
-		if t.err != nil || t.k8s || t.noBase {
+		if t.err != nil || t.k8s || t.noBase || t.note != "" {
 			continue
 		}
 		bases[i] = loadOne(ctx, t, opts)
@@ -123,6 +128,9 @@ func Load(ctx context.Context, opts Options) []*Project {
 		switch {
 		case t.err != nil:
 			out = append(out, &Project{Name: t.name(), Errors: []*LoadError{t.err}})
+			continue
+		case t.note != "":
+			out = append(out, &Project{Name: t.name(), Files: t.files, Notes: []string{t.note}})
 			continue
 		case t.k8s:
 			out = append(out, loadKubernetes(t, opts))
@@ -157,9 +165,24 @@ type target struct {
 	// noBase marks a folder that has only those, no default compose file.
 	variants []string
 	noBase   bool
+	// label names the FIFO whose bytes stdin holds; empty for standard input.
+	label string
+	// note says why -r skipped a file: a target with a note loads nothing.
+	note string
+}
+
+// stdinName is how the "-" file of t is shown.
+func (t target) stdinName() string {
+	if t.label != "" {
+		return t.label
+	}
+	return StdinName
 }
 
 func (t target) name() string {
+	if t.label != "" {
+		return t.label
+	}
 	if len(t.files) > 0 {
 		return t.files[0]
 	}
@@ -177,23 +200,27 @@ func targets(opts Options) []target {
 	for _, p := range opts.Paths {
 		if p == "-" {
 			b, err := readStdin(opts.Stdin)
-			t := target{files: []string{"-"}, dir: opts.ProjectDir, stdin: b, explicit: true}
-			if err != nil {
-				t.err = &LoadError{Pos: Pos{File: StdinName}, Msg: err.Error()}
-			} else if k, _, _ := sniff(b); k != inputCompose {
-				t.k8s = true
-			}
-			out = append(out, t)
+			out = append(out, piped(b, err, "", opts))
 			continue
 		}
 		st, err := os.Stat(p)
 		switch {
 		case err != nil:
 			out = append(out, target{files: []string{p}, err: &LoadError{Pos: Pos{File: p}, Msg: cleanPathErr(err)}})
+		case st.Mode()&fs.ModeNamedPipe != 0:
+			// A FIFO (a PATH given as <(...)) yields its bytes once: they are read here and
+			// handed on as standard input's are.
+			b, err := opts.src.read(p, true)
+			if err == nil {
+				err = checkText(b)
+			}
+			out = append(out, piped(b, err, p, opts))
+		case !st.IsDir() && !st.Mode().IsRegular():
+			out = append(out, target{files: []string{p}, err: &LoadError{Pos: Pos{File: p}, Msg: readable(p, st.Mode(), true).Error()}})
 		case !st.IsDir():
-			out = append(out, target{files: []string{p}, dir: opts.ProjectDir, explicit: true, k8s: sniffFile(p) != inputCompose})
+			out = append(out, target{files: []string{p}, dir: opts.ProjectDir, explicit: true, k8s: sniffFile(opts.src, p) != inputCompose})
 		case opts.Recursive:
-			found, err := findProjects(p)
+			found, err := findProjects(opts.src, p)
 			if err != nil {
 				out = append(out, target{dir: p, err: &LoadError{Pos: Pos{File: p}, Msg: err.Error()}})
 			}
@@ -201,6 +228,10 @@ func targets(opts Options) []target {
 				out = append(out, target{dir: p, err: &LoadError{Pos: Pos{File: p}, Msg: "no compose project or Kubernetes manifest found under this folder"}})
 			}
 			for _, f := range found {
+				if f.skipped != "" {
+					out = append(out, target{files: []string{f.path}, note: "skipped: " + f.skipped})
+					continue
+				}
 				if f.manifest {
 					out = append(out, target{files: []string{f.path}, explicit: true, k8s: true})
 				} else {
@@ -211,7 +242,7 @@ func targets(opts Options) []target {
 			// A folder without a compose file of its own may hold Kubernetes manifests, one
 			// project each; otherwise docker compose's discovery applies.
 			if !hasComposeFile(p) {
-				if ms := folderManifests(p); len(ms) > 0 {
+				if ms := folderManifests(opts.src, p); len(ms) > 0 {
 					for _, m := range ms {
 						out = append(out, target{files: []string{m}, explicit: true, k8s: true})
 					}
@@ -222,6 +253,17 @@ func targets(opts Options) []target {
 		}
 	}
 	return out
+}
+
+// piped is the target of bytes read from standard input or from a FIFO named label.
+func piped(b []byte, err error, label string, opts Options) target {
+	t := target{files: []string{"-"}, dir: opts.ProjectDir, stdin: b, explicit: true, label: label}
+	if err != nil {
+		t.err = &LoadError{Pos: Pos{File: t.stdinName()}, Msg: err.Error()}
+	} else if k, _, _ := sniff(b); k != inputCompose {
+		t.k8s = true
+	}
+	return t
 }
 
 func readStdin(r io.Reader) ([]byte, error) {
@@ -244,12 +286,13 @@ type found struct {
 	manifest bool
 	base     bool     // the folder has a compose file of a default name
 	variants []string // its other compose files, sorted
+	skipped  string   // why a file was not read
 }
 
 // findProjects returns every folder under root holding a compose file, with its variants
 // (the other compose files, see isVariantName and isUnmistakablyCompose), and every Kubernetes manifest, sorted by
 // path. Helm templates are skipped: they are not manifests until rendered.
-func findProjects(root string) ([]found, error) {
+func findProjects(s *sources, root string) ([]found, error) {
 	var out []found
 	dirs := map[string]int{}
 	names := map[string]bool{}
@@ -275,11 +318,26 @@ func findProjects(root string) ([]found, error) {
 		if d.IsDir() || !isYAMLName(d.Name()) {
 			return nil
 		}
+		if !d.Type().IsRegular() {
+			// A FIFO would hang the walk and a device never end: say so and go on.
+			st, err := os.Stat(path)
+			if err == nil && st.IsDir() {
+				return nil
+			}
+			if err != nil || !st.Mode().IsRegular() {
+				why := "cannot be read"
+				if err == nil {
+					why = "not a regular file (" + fileKind(st.Mode()) + ")"
+				}
+				out = append(out, found{path: path, skipped: why})
+				return nil
+			}
+		}
 		if names[d.Name()] {
 			folder(filepath.Dir(path)).base = true
 			return nil
 		}
-		b, err := readSource(path)
+		b, err := readSource(s, path)
 		if err != nil {
 			return nil
 		}
@@ -417,11 +475,11 @@ func (p *Project) load(ctx context.Context, t target, opts Options) {
 			cli.WithEnv(env),
 			cli.WithEnv([]string{"PWD=" + pwd}),
 			cli.WithEnvFiles(opts.EnvFiles...),
-			cli.WithDotEnv,
+			dotEnv(opts.src),
 			cli.WithConfigFileEnv,
 			cli.WithDefaultConfigPath,
 			cli.WithEnvFiles(opts.EnvFiles...),
-			cli.WithDotEnv,
+			dotEnv(opts.src),
 			profiles,
 			cli.WithName(opts.ProjectName),
 			cli.WithResolvedPaths(true),
@@ -453,13 +511,13 @@ func (p *Project) load(ctx context.Context, t target, opts Options) {
 		return
 	}
 	p.Dir = dir
-	p.Index = newIndex(dir)
+	p.Index = newIndex(dir, opts.src)
 	for _, f := range po.ConfigPaths {
 		var content []byte
 		abs := f
 		if f == "-" {
 			content = t.stdin
-			p.Index.names[f] = StdinName
+			p.Index.names[f] = t.stdinName()
 		} else if a, err := filepath.Abs(f); err == nil {
 			abs = a
 		}
@@ -494,6 +552,18 @@ func (p *Project) load(ctx context.Context, t target, opts Options) {
 		return
 	}
 	if opts.StrictEnv {
+		// compose-go reads the services' env files itself: only bounded regular files
+		// may reach it.
+		for _, s := range proj.Services {
+			for _, f := range s.EnvFiles {
+				if _, err := os.Stat(f.Path); err == nil {
+					if _, err := opts.src.read(f.Path, false); err != nil {
+						p.fail(Pos{File: p.Index.display(f.Path)}, "%s", err)
+						return
+					}
+				}
+			}
+		}
 		if proj, err = proj.WithServicesEnvironmentResolved(false); err != nil {
 			p.Errors = append(p.Errors, p.locate(err)...)
 			return
@@ -526,6 +596,36 @@ func slicesDelete(env []string, prefix string) []string {
 		}
 	}
 	return out
+}
+
+// dotEnv is cli.WithDotEnv reading the env files (.env, --env-file) through the doctor's
+// bounded reader: compose-go would read a .env that links to /dev/zero without end.
+func dotEnv(s *sources) cli.ProjectOptionsFn {
+	return func(o *cli.ProjectOptions) error {
+		vars := map[string]string{}
+		for _, f := range o.EnvFiles {
+			b, err := s.read(f, false)
+			if errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("couldn't find env file: %s", f)
+			}
+			if err != nil {
+				return err
+			}
+			m, err := dotenv.UnmarshalBytesWithLookup(b, func(k string) (string, bool) {
+				if v, ok := o.Environment[k]; ok {
+					return v, true
+				}
+				v, ok := vars[k]
+				return v, ok
+			})
+			if err != nil {
+				return fmt.Errorf("failed to read %s: %w", f, err)
+			}
+			maps.Copy(vars, m)
+		}
+		o.Environment.Merge(vars)
+		return nil
+	}
 }
 
 // swapStdin hands compose-go the bytes the doctor already read from standard input:
