@@ -415,21 +415,29 @@ func (w *watcher) read(ctx context.Context, g *shmGroup, members []*watched) {
 // start starts a group's companion; where it cannot run, the group falls back to df.
 func (w *watcher) start(ctx context.Context, g *shmGroup, members []*watched) {
 	defer w.starters.Done()
-	err := w.startCompanion(ctx, g, members[0])
-	if err != nil && ctx.Err() == nil && !w.stillRunning(ctx, members[0]) {
-		// It exited while its companion was starting: nothing to fall back for.
-		w.mu.Lock()
-		g.starting = false
-		w.mu.Unlock()
-		return
+	target := members[0]
+	before, running := w.startedAt(ctx, target)
+	var err error
+	if running {
+		err = w.startCompanion(ctx, g, target)
+	}
+	if !running || err != nil && ctx.Err() == nil {
+		// A container that stopped, or was restarted while its companion was starting
+		// (docker restart, a restart policy), refused it for a moment: nothing to fall back
+		// for, and no failure to count; the next sample tries again.
+		if after, still := w.startedAt(ctx, target); !running || !still || after != before {
+			w.mu.Lock()
+			g.starting = false
+			w.mu.Unlock()
+			return
+		}
 	}
 	w.mu.Lock()
 	g.starting = false
 	fallback := err != nil && ctx.Err() == nil
 	if fallback {
-		// This sample is read with df; the agent is tried again at the next ones (a
-		// container in the middle of a restart refuses a companion for a moment) until it
-		// has failed agentTries times in a row.
+		// This sample is read with df; the agent is tried again at the next ones until it
+		// has failed agentTries times in a row on the same running container.
 		g.err = "agent: " + err.Error()
 		if g.failures++; g.failures >= agentTries {
 			g.method = analyze.WatchDf
@@ -445,19 +453,21 @@ func (w *watcher) start(ctx context.Context, g *shmGroup, members []*watched) {
 	}
 }
 
-// stillRunning inspects a container again; one that stopped is marked so.
-func (w *watcher) stillRunning(ctx context.Context, k *watched) bool {
+// startedAt inspects a container again: when it last started, and whether it runs. One that
+// stopped is marked so; one that cannot be inspected counts as running, unchanged, so that
+// the fallback says what is wrong.
+func (w *watcher) startedAt(ctx context.Context, k *watched) (string, bool) {
 	res, err := w.c.ContainerInspect(ctx, k.ID, client.ContainerInspectOptions{})
 	if err == nil && res.Container.State != nil && res.Container.State.Running {
-		return true
+		return res.Container.State.StartedAt, true
 	}
 	if err != nil && !cerrdefs.IsNotFound(err) {
-		return true // cannot tell: let the fallback say what is wrong
+		return "", true
 	}
 	w.mu.Lock()
 	k.Running, k.UsedBytes = false, nil
 	w.mu.Unlock()
-	return false
+	return "", false
 }
 
 // record stores one reading of a group in each of its running members. A reading that is
