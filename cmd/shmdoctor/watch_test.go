@@ -219,43 +219,11 @@ func within(got *int64, want int64) bool {
 func TestWatch(t *testing.T) {
 	dir, project, compose := upWatchStack(t)
 
-	cmd := exec.Command(buildDoctor(t), "watch", "--format", "json", "--interval", "150ms", "--duration", "60s", "-p", project, dir)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-
 	var samples []analyze.WatchSample
-	var sum analyze.WatchSummary
 	const mib = 1 << 20
-	phase, restartedAt, interrupted := 0, 0, false
+	phase, restartedAt := 0, 0
 	readAgain := map[string]int{}
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var kind struct{ Type string }
-		if err := json.Unmarshal(sc.Bytes(), &kind); err != nil {
-			t.Fatalf("line %d is not JSON: %v\n%s", len(samples)+1, err, sc.Text())
-		}
-		if kind.Type == "summary" {
-			if err := json.Unmarshal(sc.Bytes(), &sum); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if kind.Type != "sample" {
-			t.Fatalf("line of type %q: %s", kind.Type, sc.Text())
-		}
-		var s analyze.WatchSample
-		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
-			t.Fatal(err)
-		}
+	sum := watchUntil(t, func(s analyze.WatchSample) bool {
 		samples = append(samples, s)
 		peak := map[string]int64{}
 		running := map[string]int{}
@@ -266,11 +234,10 @@ func TestWatch(t *testing.T) {
 			running[u.Service] = u.Running
 		}
 		switch {
-		case len(samples) > 300 && !interrupted:
+		case len(samples) > 300:
 			// 45 s without the stack going as planned: stop, and say where it stuck.
 			t.Errorf("phase %d after %d samples; peaks %v, running %v", phase, len(samples), peak, running)
-			interrupted = true
-			_ = cmd.Process.Signal(syscall.SIGINT)
+			return true
 		case phase == 0 && len(peak) == 6 && peak["rise"] >= 48*mib:
 			phase = 1
 			compose("--profile", "late", "up", "-d", "late")
@@ -281,27 +248,19 @@ func TestWatch(t *testing.T) {
 				readAgain[c.Name] = c.Samples
 			}
 			compose("restart", "-t", "0", "scaled")
-		case phase == 2 && !interrupted:
+		case phase == 2:
 			again := 0
 			for _, c := range s.Containers {
 				if c.Service == "scaled" && c.Running && c.Samples > readAgain[c.Name]+3 {
 					again++
 				}
 			}
-			if again == 2 && len(samples) > restartedAt+5 {
-				interrupted = true
-				if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-					t.Fatal(err)
-				}
-			}
+			return again == 2 && len(samples) > restartedAt+5
 		}
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("watch: %v, want exit 0 after Ctrl-C\n%s", err, errb.String())
-	}
-	if !interrupted || sum.Type != "summary" || !sum.Interrupted {
-		t.Fatalf("the watch ended in phase %d after %d samples (interrupted %v, summary %q): the stack did not go as planned\n%s",
-			phase, len(samples), interrupted, sum.Type, errb.String())
+		return false
+	}, "watch", "--format", "json", "--interval", "150ms", "--duration", "60s", "-p", project, dir)
+	if !sum.Interrupted {
+		t.Fatalf("the watch ended in phase %d after %d samples, not by Ctrl-C: the stack did not go as planned", phase, len(samples))
 	}
 	for _, u := range sum.Services {
 		t.Logf("%s: %d seen, %d running, size %v, peak %v, shares %q", u.Service, u.Seen, u.Running, deref(u.SizeBytes), deref(u.PeakBytes), u.SharesService)
@@ -618,6 +577,9 @@ func watchUntil(t *testing.T, done func(analyze.WatchSample) bool, args ...strin
 				t.Fatal(err)
 			}
 			continue
+		}
+		if s.Type != "sample" {
+			t.Fatalf("line of type %q: %s", s.Type, sc.Text())
 		}
 		samples++
 		if !sent && (done(s) || samples > 600) {
