@@ -34,8 +34,6 @@ func sshDialer(host string) (func(ctx context.Context, network, addr string) (ne
 	return func(ctx context.Context, _, _ string) (net.Conn, error) {
 		// The connection outlives the dial context, so the command does not take it.
 		cmd := exec.Command("ssh", args...)
-		stderr := &tailBuffer{}
-		cmd.Stderr = stderr
 		stdin, err := cmd.StdinPipe()
 		if err != nil {
 			return nil, err
@@ -44,10 +42,19 @@ func sshDialer(host string) (func(ctx context.Context, network, addr string) (ne
 		if err != nil {
 			return nil, err
 		}
+		errPipe, err := cmd.StderrPipe()
+		if err != nil {
+			return nil, err
+		}
 		if err := cmd.Start(); err != nil {
 			return nil, fmt.Errorf("starting ssh to %s: %w", u.Hostname(), err)
 		}
-		return &cmdConn{cmd: cmd, w: stdin, r: stdout, host: u.Redacted(), stderr: stderr}, nil
+		c := &cmdConn{cmd: cmd, w: stdin, r: stdout, host: u.Redacted(), stderr: &tailBuffer{}, stderrDone: make(chan struct{})}
+		go func() {
+			defer close(c.stderrDone)
+			_, _ = io.Copy(c.stderr, errPipe)
+		}()
+		return c, nil
 	}, nil
 }
 
@@ -59,14 +66,26 @@ type cmdConn struct {
 	r      io.ReadCloser
 	host   string
 	stderr *tailBuffer
-	once   sync.Once
+	// stderrDone is closed once ssh's stderr is at its end: ssh has exited.
+	stderrDone chan struct{}
+	once       sync.Once
 }
+
+// sshExitWait bounds how long a read at the end of ssh's output waits for ssh to exit and
+// its last words to be read.
+const sshExitWait = 5 * time.Second
 
 // Read fails with what ssh said when the stream ends on an ssh that failed (an unknown host,
 // a refused key, no docker on the remote side): a bare EOF would say nothing.
 func (c *cmdConn) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	if err == io.EOF {
+		// ssh closes its stdout before its stderr is read to the end: wait for the end, so
+		// that its message is not lost to the race.
+		select {
+		case <-c.stderrDone:
+		case <-time.After(sshExitWait):
+		}
 		if msg := c.stderr.String(); msg != "" {
 			err = sshError(msg)
 		}

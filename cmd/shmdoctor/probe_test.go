@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -248,8 +249,31 @@ func TestProbeProgress(t *testing.T) {
 		t.Errorf("no report on screen:\n%s", screen)
 	}
 	if left := probeContainers(t, "probe-progress"); len(left) > 0 {
-		t.Errorf("containers left behind: %v", left)
+		t.Errorf("containers left behind: %v\n%s\nthe last run's terminal:\n%q", left, containerStates(t, left), raw)
 	}
+}
+
+// containerStates describes the named containers as the daemon sees them, for a test that
+// finds some left behind.
+func containerStates(t *testing.T, names []string) string {
+	t.Helper()
+	c, err := client.New(client.FromEnv)
+	if err != nil {
+		return err.Error()
+	}
+	defer c.Close()
+	var b strings.Builder
+	for _, name := range names {
+		res, err := c.ContainerInspect(context.Background(), strings.TrimPrefix(name, "/"), client.ContainerInspectOptions{})
+		if err != nil {
+			fmt.Fprintf(&b, "%s: %v\n", name, err)
+			continue
+		}
+		st := res.Container.State
+		fmt.Fprintf(&b, "%s: created %s, %s (exit %d, dead %v, error %q, finished %s)\n",
+			name, res.Container.Created, st.Status, st.ExitCode, st.Dead, st.Error, st.FinishedAt)
+	}
+	return b.String()
 }
 
 // TestUnreachableDaemon: with --probe always a daemon that does not answer is a one-line
