@@ -140,6 +140,29 @@ func TestSSHError(t *testing.T) {
 	}
 }
 
+// TestSSHErrorAfterStdout: an ssh that closes its stdout before it prints its error (the
+// order is a race with a real ssh; this stand-in on PATH, a fake for that order alone, makes
+// it certain) still has its error reported, not a bare EOF.
+func TestSSHErrorAfterStdout(t *testing.T) {
+	bin := t.TempDir()
+	fake := "#!/bin/sh\nexec 1>&-\nsleep 0.3\necho 'ssh: connect to host example port 22: Connection refused' >&2\nexit 255\n"
+	if err := os.WriteFile(filepath.Join(bin, "ssh"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("DOCKER_HOST", "ssh://someone@example")
+	c, closeClient, err := NewClient(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeClient()
+	err = Ping(context.Background(), c)
+	want := "cannot reach the Docker daemon at ssh://someone@example: ssh: connect to host example port 22: Connection refused"
+	if err == nil || err.Error() != want {
+		t.Errorf("got %v\nwant %s", err, want)
+	}
+}
+
 // TestStaleLeftovers: a run removes other runs' containers older than the stale age and
 // leaves younger ones (a live run's) alone. Not parallel: it removes old containers of any run.
 func TestStaleLeftovers(t *testing.T) {

@@ -82,10 +82,7 @@ func (c *cmdConn) Read(p []byte) (int, error) {
 	if err == io.EOF {
 		// ssh closes its stdout before its stderr is read to the end: wait for the end, so
 		// that its message is not lost to the race.
-		select {
-		case <-c.stderrDone:
-		case <-time.After(sshExitWait):
-		}
+		c.waitStderr()
 		if msg := c.stderr.String(); msg != "" {
 			err = sshError(msg)
 		}
@@ -101,9 +98,21 @@ func (c *cmdConn) Close() error {
 		if c.cmd.Process != nil {
 			_ = c.cmd.Process.Kill()
 		}
+		// Wait closes the stderr pipe: only once it has been read to its end.
+		c.waitStderr()
 		_ = c.cmd.Wait()
 	})
 	return nil
+}
+
+// waitStderr waits, at most sshExitWait, until ssh's stderr has been read to its end.
+func (c *cmdConn) waitStderr() {
+	t := time.NewTimer(sshExitWait)
+	defer t.Stop()
+	select {
+	case <-c.stderrDone:
+	case <-t.C:
+	}
 }
 
 func (c *cmdConn) LocalAddr() net.Addr              { return sshAddr("local") }
