@@ -34,7 +34,14 @@ import (
 // Flags: --target SIZE (write probe target, 0 disables it), --mode write|mmap|both,
 // --max-share F (largest share of MemAvailable the write probe may use, default 0.5),
 // --hold D (stay up this long after the report, so that IPC joiners can join), --budget D
-// (time the write probe may take in all), --path.
+// (time the write probe may take in all), --path, --deadline D (a hard limit: past it the
+// agent stops its writer and exits 124, whatever it is doing), --mem-floor SIZE (the writer
+// stops when the host's MemAvailable falls below it, default DefaultMemFloor) and --attached.
+//
+// With --attached, standard input is the doctor's attach stream: after the "measure" event the
+// agent reads one grant line from it (see writeGrant), which may lower the write target to
+// what the run's memory budget has left, and it stops its writer and exits as soon as the
+// stream ends, so that a doctor killed with SIGKILL leaves no writer running.
 //
 // The write probe runs in a child process (`<self> agent write ...`) that raises its own
 // oom_score_adj, so that a memory-cgroup OOM kills the writer, not the agent: the agent then
@@ -58,10 +65,29 @@ func AgentMain(args []string, stdout, stderr io.Writer) int {
 	delay := fs.Duration("delay", 0, "wait this long before measuring (tests)")
 	workers := fs.Int("workers", 0, "parallel writers in the write probe (default: CPUs, at most 4)")
 	budget := fs.Duration("budget", 0, "time the write probe may take in all (0: no limit)")
+	deadline := fs.Duration("deadline", 0, "hard limit: stop the writer and exit 124 after this long (0: none)")
+	floorFlag := fs.String("mem-floor", strconv.FormatInt(DefaultMemFloor, 10), "the writer stops when MemAvailable falls below this")
+	attached := fs.Bool("attached", false, "standard input is the doctor's attach stream: read the write grant from it, stop when it ends")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	floor, err := analyze.ParseSize(*floorFlag)
+	if err != nil {
+		fmt.Fprintf(stderr, "agent: --mem-floor: %v\n", err)
+		return 2
+	}
+	if *deadline > 0 {
+		d := *deadline
+		time.AfterFunc(d, func() { agentStop(stderr, 124, fmt.Sprintf("the deadline (%s) passed", d)) })
+	}
+	var grants <-chan writeGrant
+	if *attached {
+		grants = followStdin(os.Stdin, stderr)
+	}
 	target, err := analyze.ParseSize(*targetFlag)
+	if err == nil && target < 0 {
+		err = errors.New("negative size")
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "agent: --target: %v\n", err)
 		return 2
@@ -82,8 +108,17 @@ func AgentMain(args []string, stdout, stderr io.Writer) int {
 	out := &lineWriter{w: stdout}
 	rep := measure(*path)
 	out.emit(agentLine{Event: "measure", Report: rep})
+	if target > 0 && rep.Exists && grants != nil {
+		g, ok := <-grants
+		if !ok {
+			agentStop(stderr, 1, "standard input ended before the write grant")
+		}
+		target = min(target, max(g.Target, 0))
+	}
 	if target > 0 {
-		rep.Write, rep.Writes = writeProbe(rep, target, *mode, *share, *workers, *budget, out, stderr)
+		rep.Write, rep.Writes = writeProbe(rep, target, *mode, *share, *workers, *budget, floor, out, stderr)
+	} else if rep.Exists && grants != nil {
+		rep.Write = &analyze.Write{Mode: *mode, Outcome: analyze.WriteSkipped, Reason: "no write budget left"}
 	}
 	out.emit(agentLine{Event: "report", Report: rep})
 
@@ -423,7 +458,7 @@ func meminfo() (total, avail *int64, err error) {
 //
 // A time budget bounds the whole probe: a mode the budget stops is reported as skipped, except
 // the mmap leg after a successful write(2) leg, which then only adds a note to the result.
-func writeProbe(rep *AgentReport, target int64, mode string, share float64, workers int, budget time.Duration, out *lineWriter, stderr io.Writer) (*analyze.Write, []analyze.Write) {
+func writeProbe(rep *AgentReport, target int64, mode string, share float64, workers int, budget time.Duration, floor int64, out *lineWriter, stderr io.Writer) (*analyze.Write, []analyze.Write) {
 	if !rep.Exists {
 		return &analyze.Write{Mode: mode, TargetBytes: target, Outcome: analyze.WriteSkipped, Reason: "no " + rep.Path}, nil
 	}
@@ -459,7 +494,7 @@ func writeProbe(rep *AgentReport, target int64, mode string, share float64, work
 		if budget <= 0 {
 			left = 0
 		}
-		w, stopped := runWriter(rep.Path, m, target, workers, left, out, stderr)
+		w, stopped := runWriter(rep.Path, m, target, workers, left, floor, out, stderr)
 		if capped != "" {
 			w.Reason = strings.Trim(capped+"; "+w.Reason, "; ")
 		}
@@ -496,7 +531,7 @@ type writerLine struct {
 // be killed at any time; the last progress it sent is what it reached.
 //
 // stopped reports that the time budget ended the writer before its target.
-func runWriter(path, mode string, target int64, workers int, budget time.Duration, out *lineWriter, stderr io.Writer) (w analyze.Write, stopped bool) {
+func runWriter(path, mode string, target int64, workers int, budget time.Duration, floor int64, out *lineWriter, stderr io.Writer) (w analyze.Write, stopped bool) {
 	w = analyze.Write{Mode: mode, TargetBytes: target, Outcome: analyze.WriteSkipped}
 	exe, err := os.Executable()
 	if err != nil {
@@ -510,7 +545,8 @@ func runWriter(path, mode string, target int64, workers int, budget time.Duratio
 	}
 	defer pr.Close()
 	var errBuf tailBuffer
-	args := []string{"agent", "write", "--mode", mode, "--target", strconv.FormatInt(target, 10), "--path", path}
+	args := []string{"agent", "write", "--mode", mode, "--target", strconv.FormatInt(target, 10), "--path", path,
+		"--mem-floor", strconv.FormatInt(floor, 10)}
 	if workers > 0 {
 		args = append(args, "--workers", strconv.Itoa(workers))
 	}
@@ -520,14 +556,17 @@ func runWriter(path, mode string, target int64, workers int, budget time.Duratio
 	cmd := exec.Command(exe, args...)
 	cmd.ExtraFiles = []*os.File{pw}
 	cmd.Stderr = io.MultiWriter(stderr, &errBuf)
+	// The writer dies with the agent, however the agent ends.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cg := findCgroup()
 	oomBefore := cg.oomKills()
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	if err := startWriter(cmd); err != nil {
 		pw.Close()
 		w.Reason = "starting the writer: " + err.Error()
 		return w, false
 	}
+	defer forgetWriter()
 	pw.Close()
 
 	var last writerLine
@@ -590,4 +629,68 @@ func gbps(n int64, d time.Duration) float64 {
 	}
 	v := float64(n) / d.Seconds() / 1e9
 	return float64(int64(v*1000+0.5)) / 1000
+}
+
+// The writer child running now, so that agentStop can end it from any goroutine.
+var (
+	writerMu   sync.Mutex
+	writerProc *os.Process
+	stopping   bool
+)
+
+// startWriter starts the writer unless the agent is stopping.
+func startWriter(cmd *exec.Cmd) error {
+	writerMu.Lock()
+	defer writerMu.Unlock()
+	if stopping {
+		return errors.New("the agent is stopping")
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	writerProc = cmd.Process
+	return nil
+}
+
+func forgetWriter() {
+	writerMu.Lock()
+	writerProc = nil
+	writerMu.Unlock()
+}
+
+// agentStop kills the writer, if one runs, and ends the agent with code: the doctor is gone
+// (its attach stream ended) or the hard deadline passed. Nothing else may write after it.
+func agentStop(stderr io.Writer, code int, why string) {
+	writerMu.Lock()
+	stopping = true
+	if writerProc != nil {
+		_ = writerProc.Kill()
+	}
+	writerMu.Unlock()
+	fmt.Fprintf(stderr, "agent: stopping: %s\n", why)
+	os.Exit(code)
+}
+
+// followStdin reads the doctor's attach stream: the first line is the write grant, sent on the
+// channel; the end of the stream (the doctor closed it, or died) stops the agent.
+func followStdin(stdin io.Reader, stderr io.Writer) <-chan writeGrant {
+	grants := make(chan writeGrant, 1)
+	go func() {
+		sc := bufio.NewScanner(stdin)
+		first := true
+		for sc.Scan() {
+			if !first {
+				continue
+			}
+			var g writeGrant
+			if err := json.Unmarshal(sc.Bytes(), &g); err != nil {
+				fmt.Fprintf(stderr, "agent: reading the write grant: %v\n", err)
+				g.Target = 0
+			}
+			grants <- g
+			first = false
+		}
+		agentStop(stderr, 1, "the doctor's attach stream ended")
+	}()
+	return grants
 }

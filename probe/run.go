@@ -46,6 +46,11 @@ type Options struct {
 	// Progress, when set, is told each time a service's probe moves to the next stage. It is
 	// called from several goroutines at once.
 	Progress func(Event)
+	// WriteBudget is how many bytes the write probes of the run may target in all; 0 takes
+	// half of the host's MemAvailable as the first agent to measure sees it. Each service
+	// writes the smaller of its own target and what the services before it left, and a
+	// service the budget capped says so in its Write.Reason.
+	WriteBudget int64
 
 	writeSize int64         // WriteProbe parsed
 	agentArgs []string      // extra agent flags, for tests
@@ -62,8 +67,13 @@ const (
 	// as the leftover of a crashed doctor; live runs are younger (see Options.Timeout).
 	StaleAge = 10 * time.Minute
 
+	// CleanupGrace is how long cleanup may go on past the run's timeout or an interrupt:
+	// the whole run, daemon ping, image import, containers and their removal included, ends
+	// within Options.Timeout plus CleanupGrace, even when the daemon stops answering.
+	CleanupGrace = 10 * time.Second
+
 	// removeTimeout bounds one removal or listing during cleanup, which runs on a context
-	// that survives Ctrl-C and the run's timeout.
+	// that survives Ctrl-C and the run's timeout (but not the end of its CleanupGrace).
 	removeTimeout = 20 * time.Second
 )
 
@@ -204,10 +214,26 @@ type runner struct {
 	sem    chan struct{}
 	info   client.SystemInfoResult
 	clock  time.Duration // daemon time minus local time
+	budget memBudget
 
 	mu       sync.Mutex
 	created  map[string]bool // container id → removed
 	cleanErr []error
+	hard     time.Time // when cleanup must be over: the timeout, or an interrupt, plus CleanupGrace
+	hung     bool      // the run timed out and the daemon did not answer a ping after it
+}
+
+// cleanupContext is a context for one cleanup call: it survives Ctrl-C and the run's
+// timeout, but ends at the run's hard deadline (see CleanupGrace).
+func (r *runner) cleanupContext() (context.Context, context.CancelFunc) {
+	r.mu.Lock()
+	hard := r.hard
+	r.mu.Unlock()
+	deadline := time.Now().Add(removeTimeout)
+	if hard.Before(deadline) {
+		deadline = hard
+	}
+	return context.WithDeadline(context.WithoutCancel(r.parent), deadline)
 }
 
 // start checks the daemon, picks the agent, removes stale leftovers and makes sure the
@@ -215,18 +241,25 @@ type runner struct {
 func start(parent context.Context, c Client, o Options) (*runner, error) {
 	ctx, cancel := context.WithTimeout(parent, o.Timeout)
 	r := &runner{c: c, o: o, runID: newRunID(), parent: parent, ctx: ctx, cancel: cancel,
-		sem: make(chan struct{}, o.Parallel), created: map[string]bool{}}
+		sem: make(chan struct{}, o.Parallel), created: map[string]bool{}, hard: time.Now().Add(o.Timeout + CleanupGrace)}
+	stopHard := context.AfterFunc(parent, func() {
+		// Interrupted: the grace counts from now.
+		r.mu.Lock()
+		if t := time.Now().Add(CleanupGrace); t.Before(r.hard) {
+			r.hard = t
+		}
+		r.mu.Unlock()
+	})
+	r.cancel = func() { stopHard(); cancel() }
 	fail := func(err error) (*runner, error) {
-		cancel()
+		r.cancel()
 		if stop := r.stopped(); stop != nil {
 			return nil, stop
 		}
 		return nil, err
 	}
-	pingCtx, cancelPing := context.WithTimeout(ctx, 15*time.Second)
-	err := Ping(pingCtx, c)
-	cancelPing()
-	if err != nil {
+	// The ping is bounded by the run's timeout alone.
+	if err := Ping(ctx, c); err != nil {
 		return fail(err)
 	}
 	info, err := c.Info(ctx, client.InfoOptions{})
@@ -266,10 +299,33 @@ func (r *runner) stopped() error {
 		return fmt.Errorf("probe interrupted: %w", err)
 	}
 	if errors.Is(r.ctx.Err(), context.DeadlineExceeded) {
+		if r.hung {
+			return fmt.Errorf("probe timed out after %s (--probe-timeout): the Docker daemon at %s stopped answering: %w", r.o.Timeout, r.c.DaemonHost(), context.DeadlineExceeded)
+		}
 		return fmt.Errorf("probe timed out after %s (--probe-timeout): %w", r.o.Timeout, context.DeadlineExceeded)
 	}
 	return nil
 }
+
+// checkHung asks the daemon, after a timeout, whether it still answers, so that the run's
+// error says which of the daemon and the probe was slow.
+func (r *runner) checkHung() {
+	if !errors.Is(r.ctx.Err(), context.DeadlineExceeded) || r.parent.Err() != nil {
+		return
+	}
+	ctx, cancel := r.cleanupContext()
+	defer cancel()
+	ctx, cancel2 := context.WithTimeout(ctx, hungCheck)
+	defer cancel2()
+	if _, err := r.c.Ping(ctx, client.PingOptions{}); err != nil {
+		r.mu.Lock()
+		r.hung = true
+		r.mu.Unlock()
+	}
+}
+
+// hungCheck bounds the ping that tells a hung daemon from a slow probe after a timeout.
+const hungCheck = 2 * time.Second
 
 // node is one service in the run.
 type node struct {
@@ -278,8 +334,12 @@ type node struct {
 	m     *analyze.Measurement
 	donor *node
 	// hold: the container stays up after measuring until joiners is done.
-	hold    bool
-	joiners sync.WaitGroup
+	hold bool
+	// att is the attach connection that holds the agent's standard input open;
+	// budgetNote says how the run's write budget capped the target (under runner.mu).
+	att        client.HijackedResponse
+	budgetNote string
+	joiners    sync.WaitGroup
 	// shm serialises the probes that share one IPC namespace (the root donor's), so that
 	// two joiners' write probes do not fill the same /dev/shm at once.
 	shm      sync.Mutex
@@ -367,7 +427,10 @@ func (r *runner) runAll(order []*node) error {
 		wg.Go(func() { r.probe(n) })
 	}
 	wg.Wait()
-	r.sweep()
+	r.checkHung()
+	if !r.hung {
+		r.sweep()
+	}
 
 	var errs []error
 	if stop := r.stopped(); stop != nil {
@@ -393,6 +456,7 @@ func (r *runner) probe(n *node) {
 	if n.hold {
 		n.joiners.Wait()
 	}
+	n.detach()
 	if id != "" {
 		r.remove(id)
 	}
@@ -456,6 +520,10 @@ func (r *runner) measure(n *node) string {
 		m.Error = r.stopReason()
 		return id
 	}
+	if err := r.attach(n, id); err != nil {
+		r.createFailed(n, err)
+		return id
+	}
 	if _, err := r.c.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
 		r.createFailed(n, err)
 		return id
@@ -473,7 +541,7 @@ func (r *runner) measure(n *node) string {
 // create creates the container with a context that survives Ctrl-C, so that its id is
 // always known and the container always removed.
 func (r *runner) create(s *containerSpec) (string, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), 30*time.Second)
+	ctx, cancel := r.cleanupContext()
 	defer cancel()
 	res, err := r.c.ContainerCreate(ctx, client.ContainerCreateOptions{Name: s.name, Config: s.config, HostConfig: s.host})
 	if err != nil {
@@ -509,6 +577,7 @@ func (r *runner) stopReason() string {
 	if r.parent.Err() != nil {
 		return "probe interrupted"
 	}
+
 	return fmt.Sprintf("probe timed out after %s (--probe-timeout)", r.o.Timeout)
 }
 
@@ -703,8 +772,13 @@ func (r *runner) fill(n *node, out *AgentOutput, st *container.State, stderr str
 			m.Write.Reason = fmt.Sprintf("the container was killed (exit code 137) after %s, by the OOM killer (the daemon did not flag it)", analyze.FormatSize(out.ProgressBytes))
 		}
 	}
-	if m.Write != nil && s.capped != "" {
-		m.Write.Reason = strings.Trim(s.capped+"; "+m.Write.Reason, "; ")
+	r.mu.Lock()
+	budgetNote := n.budgetNote
+	r.mu.Unlock()
+	for _, note := range []string{budgetNote, s.capped} {
+		if m.Write != nil && note != "" {
+			m.Write.Reason = strings.Trim(note+"; "+m.Write.Reason, "; ")
+		}
 	}
 	if out.Report == nil {
 		msg := "the agent printed no report"
@@ -760,7 +834,7 @@ func (r *runner) remove(id string) {
 		return
 	}
 	r.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.parent), removeTimeout)
+	ctx, cancel := r.cleanupContext()
 	defer cancel()
 	_, err := r.c.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true})
 	r.mu.Lock()
@@ -775,7 +849,7 @@ func (r *runner) remove(id string) {
 // sweep removes whatever carries this run's label and is still there: containers whose
 // removal failed, or that a cancelled request created behind our back.
 func (r *runner) sweep() {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.parent), removeTimeout)
+	ctx, cancel := r.cleanupContext()
 	defer cancel()
 	f := make(client.Filters).Add("label", LabelProbe+"="+r.runID)
 	list, err := r.c.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
@@ -817,7 +891,15 @@ func removeLabelled(ctx context.Context, c Client, label, what string, now time.
 		if !pick(s, now.Sub(time.Unix(s.Created, 0))) {
 			continue
 		}
+		// A removal once begun survives Ctrl-C, but not the caller's deadline.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeTimeout)
+		if d, ok := ctx.Deadline(); ok {
+			cancel()
+			if limit := time.Now().Add(removeTimeout); limit.Before(d) {
+				d = limit
+			}
+			rctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), d)
+		}
 		_, err := c.ContainerRemove(rctx, s.ID, client.ContainerRemoveOptions{Force: true})
 		cancel()
 		switch {

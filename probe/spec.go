@@ -146,7 +146,9 @@ func buildSpec(p *analyze.ShmPlan, o Options, runID, image string, now time.Time
 
 	s.target, s.capped, s.write = writeTarget(p, o, readOnly, hostShared)
 	// The write probe may take half the run's time; the rest is for the containers.
-	args := []string{"--target", strconv.FormatInt(s.target, 10), "--mode", o.WriteMode, "--budget", (o.Timeout / 2).String()}
+	// The agent stops with its attach stream (the doctor is gone) or at its hard deadline.
+	args := []string{"--target", strconv.FormatInt(s.target, 10), "--mode", o.WriteMode, "--budget", (o.Timeout / 2).String(),
+		"--attached", "--deadline", (o.Timeout + CleanupGrace).String()}
 	args = append(args, o.agentArgs...)
 	s.config = &container.Config{
 		Image: image,
@@ -158,8 +160,11 @@ func buildSpec(p *analyze.ShmPlan, o Options, runID, image string, now time.Time
 			LabelService:   p.Service,
 			LabelProject:   o.Project,
 		},
+		AttachStdin:     true,
 		AttachStdout:    true,
 		AttachStderr:    true,
+		OpenStdin:       true,
+		StdinOnce:       true,
 		NetworkDisabled: true,
 	}
 	return s
@@ -167,8 +172,8 @@ func buildSpec(p *analyze.ShmPlan, o Options, runID, image string, now time.Time
 
 // writeTarget decides the write probe's target: the declared need, else the profile's
 // minimum, else the configured shm_size, else the predicted size; at most 256 MiB where
-// /dev/shm is the host's unless --write-probe gives a size. The agent further caps it at a
-// share of the host's available memory. A non-nil Write means the agent does not write.
+// /dev/shm is the host's unless --write-probe gives a size. The run's write budget (see
+// Options.WriteBudget) and the agent further cap it at a share of the host's available memory. A non-nil Write means the agent does not write.
 func writeTarget(p *analyze.ShmPlan, o Options, readOnly, hostShared bool) (target int64, capped string, skipped *analyze.Write) {
 	skip := func(reason string) (int64, string, *analyze.Write) {
 		return 0, "", &analyze.Write{Outcome: analyze.WriteSkipped, Reason: reason}

@@ -39,6 +39,7 @@ func writerMain(args []string, stderr io.Writer) int {
 	path := fs.String("path", "/dev/shm", "directory to write into")
 	workers := fs.Int("workers", min(runtime.NumCPU(), 4), "parallel writers")
 	budget := fs.Duration("budget", 0, "stop after this long (0: no limit)")
+	floor := fs.Int64("mem-floor", DefaultMemFloor, "stop when the host's MemAvailable falls below this many bytes (0: never)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -52,7 +53,7 @@ func writerMain(args []string, stderr io.Writer) int {
 	rep := newProgressWriter(progress)
 	var res writerLine
 	start := time.Now()
-	c := &claimer{target: *target}
+	c := &claimer{target: *target, floor: *floor}
 	if *budget > 0 {
 		c.deadline = start.Add(*budget)
 	}
@@ -65,7 +66,11 @@ func writerMain(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agent write: --mode %q: want write or mmap\n", *mode)
 		return 2
 	}
-	if res.Outcome == analyze.WriteOK && c.outOfTime.Load() {
+	if low := c.lowMem.Load(); res.Outcome == analyze.WriteOK && low > 0 {
+		res.Outcome, res.Stopped = analyze.WriteSkipped, true
+		res.Reason = fmt.Sprintf("stopped after %s of %s: the host's available memory fell to %s, below the floor of %s (--mem-floor)",
+			analyze.FormatSize(rep.written.Load()), analyze.FormatSize(*target), analyze.FormatSize(low-1), analyze.FormatSize(*floor))
+	} else if res.Outcome == analyze.WriteOK && c.outOfTime.Load() {
 		res.Outcome, res.Stopped = analyze.WriteSkipped, true
 		res.Reason = fmt.Sprintf("stopped by the time budget (%s) after %s of %s", budget.Round(time.Millisecond), analyze.FormatSize(rep.written.Load()), analyze.FormatSize(*target))
 	}
@@ -168,6 +173,10 @@ type claimer struct {
 	deadline  time.Time
 	stop      atomic.Bool
 	outOfTime atomic.Bool
+	// floor: no chunk is claimed while the host's MemAvailable is below it (0: no check);
+	// lowMem is 1 + the MemAvailable that stopped the writers, 0 while none did.
+	floor  int64
+	lowMem atomic.Int64
 	// written is when the last writer finished writing (unix nanoseconds): the clock stops
 	// there, before the files are closed, because freeing the tmpfs pages of a closed
 	// unlinked file is not writing (dd's own rate never includes it either).
@@ -185,9 +194,19 @@ func (c *claimer) doneWriting() {
 	}
 }
 
-func (c *claimer) claim() (off, n int64, ok bool) {
+// claim hands out the next chunk. mem is the calling worker's own /proc/meminfo reader: the
+// host's available memory is read again before every chunk, so that concurrent doctors (or
+// any other load) stop the writers at the floor instead of the OOM killer stopping someone.
+func (c *claimer) claim(mem *memReader) (off, n int64, ok bool) {
 	if c.stop.Load() {
 		return 0, 0, false
+	}
+	if c.floor > 0 && mem != nil {
+		if avail, ok := mem.available(); ok && avail < c.floor {
+			c.lowMem.CompareAndSwap(0, avail+1)
+			c.stop.Store(true)
+			return 0, 0, false
+		}
 	}
 	if !c.deadline.IsZero() && time.Now().After(c.deadline) {
 		c.outOfTime.Store(true)
@@ -224,8 +243,10 @@ func writeFiles(dir string, c *claimer, workers int, p *progressWriter) writerLi
 			defer f.Close()
 			defer c.doneWriting() // runs before the Close above
 			buf := pattern()
+			mem := newMemReader()
+			defer mem.close()
 			for {
-				_, n, ok := c.claim()
+				_, n, ok := c.claim(mem)
 				if !ok {
 					return
 				}
@@ -278,8 +299,10 @@ func touchMapping(dir string, c *claimer, workers int, p *progressWriter) writer
 	for range workers {
 		wg.Go(func() {
 			buf := pattern()
+			mem := newMemReader()
+			defer mem.close()
 			for {
-				off, n, ok := c.claim()
+				off, n, ok := c.claim(mem)
 				if !ok {
 					return
 				}
@@ -338,4 +361,37 @@ func pattern() []byte {
 		buf[i] = byte(0xa5 ^ i)
 	}
 	return buf
+}
+
+// memReader reads MemAvailable from /proc/meminfo through one open descriptor: a pread at
+// offset 0 regenerates the file, without an open and close per chunk.
+type memReader struct {
+	f   *os.File
+	buf []byte
+}
+
+func newMemReader() *memReader {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return nil
+	}
+	return &memReader{f: f, buf: make([]byte, 4096)}
+}
+
+func (m *memReader) close() {
+	if m != nil {
+		m.f.Close()
+	}
+}
+
+// available is MemAvailable in bytes; ok is false when it cannot be read.
+func (m *memReader) available() (int64, bool) {
+	if m == nil {
+		return 0, false
+	}
+	n, err := m.f.ReadAt(m.buf, 0)
+	if n == 0 && err != nil {
+		return 0, false
+	}
+	return parseMemAvailable(m.buf[:n])
 }
