@@ -240,16 +240,36 @@ func fileExists(p string) bool {
 // Ping checks that a daemon answers and negotiates the API version. The error is one line
 // naming the daemon address, for example
 // `cannot reach the Docker daemon at unix:///nope.sock: dial unix /nope.sock: connect: no such file or directory`.
+//
+// A daemon that accepts the connection but does not answer (hung, stopped) is given until
+// ctx's deadline, DefaultPingTimeout without one, and the error says so:
+// `the Docker daemon at unix:///var/run/docker.sock did not answer within 20s`.
 func Ping(ctx context.Context, c Client) error {
+	start := time.Now()
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, 15*time.Second)
+		ctx, cancel = context.WithTimeout(ctx, DefaultPingTimeout)
 		defer cancel()
 	}
+	deadline, _ := ctx.Deadline()
 	if _, err := c.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("the Docker daemon at %s did not answer within %s", c.DaemonHost(), roundWait(deadline.Sub(start)))
+		}
 		return fmt.Errorf("cannot reach the Docker daemon at %s: %s", c.DaemonHost(), reason(err))
 	}
 	return nil
+}
+
+// DefaultPingTimeout bounds Ping when its context has no deadline.
+const DefaultPingTimeout = 15 * time.Second
+
+// roundWait rounds a wait for messages: whole seconds from a second up.
+func roundWait(d time.Duration) time.Duration {
+	if d >= time.Second {
+		return d.Round(time.Second)
+	}
+	return d.Round(10 * time.Millisecond)
 }
 
 // reason reduces a client error to its cause on one line: the network error when there is
@@ -264,7 +284,7 @@ func reason(err error) string {
 		return oneLine(opErr.Error())
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return "no answer in time"
+		return "the daemon did not answer in time"
 	}
 	msg := dockerMessage(err)
 	if strings.HasPrefix(msg, "Cannot connect to the Docker daemon") {

@@ -272,6 +272,15 @@ func (d *dyingDaemon) ContainerCreate(_ context.Context, o client.ContainerCreat
 	return client.ContainerCreateResult{ID: "c-" + o.Config.Labels[LabelService]}, nil
 }
 
+func (d *dyingDaemon) ContainerAttach(context.Context, string, client.ContainerAttachOptions) (client.ContainerAttachResult, error) {
+	if d.isDead() {
+		return client.ContainerAttachResult{}, d.refused()
+	}
+	// The agent's side of the stream is never written: the daemon dies first.
+	a, _ := net.Pipe()
+	return client.ContainerAttachResult{HijackedResponse: client.NewHijackedResponse(a, "")}, nil
+}
+
 func (d *dyingDaemon) ContainerStart(_ context.Context, id string, _ client.ContainerStartOptions) (client.ContainerStartResult, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -258,9 +258,13 @@ func start(parent context.Context, c Client, o Options) (*runner, error) {
 		}
 		return nil, err
 	}
-	// The ping is bounded by the run's timeout alone.
+	// The ping is bounded by the run's timeout alone, and says so when it ends it.
 	if err := Ping(ctx, c); err != nil {
-		return fail(err)
+		r.cancel()
+		if r.parent.Err() != nil {
+			return nil, r.stopped()
+		}
+		return nil, err
 	}
 	info, err := c.Info(ctx, client.InfoOptions{})
 	if err != nil {

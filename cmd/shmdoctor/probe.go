@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -39,7 +40,11 @@ func probeAll(ctx context.Context, f *checkFlags, rep *report.Report, cfg analyz
 	c, closeClient, err := probe.NewClient(ctx)
 	if err == nil {
 		defer closeClient()
-		err = probe.Ping(ctx, c)
+		// Bounded by --probe-timeout: a daemon that does not answer is given no longer
+		// than the probe itself.
+		pctx, cancel := context.WithTimeout(ctx, cmp.Or(max(f.probeWait, 0), probe.DefaultTimeout))
+		err = probe.Ping(pctx, c)
+		cancel()
 	}
 	if err != nil {
 		if f.probe == "always" {
@@ -185,7 +190,10 @@ func host(ctx context.Context, args []string, _ io.Reader, stdout, _ io.Writer) 
 		return exitUsage, err
 	}
 	defer closeClient()
-	if err := probe.Ping(ctx, c); err != nil {
+	pctx, cancel := context.WithTimeout(ctx, cmp.Or(max(*timeout, 0), probe.DefaultTimeout))
+	err = probe.Ping(pctx, c)
+	cancel()
+	if err != nil {
 		return exitUsage, err
 	}
 	info, err := probe.Host(ctx, c, probe.Options{Timeout: *timeout})
