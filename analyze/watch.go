@@ -168,7 +168,10 @@ type WatchSummary struct {
 	Duration time.Duration `json:"-"`
 	Seconds  float64       `json:"duration_seconds"`
 	// Interrupted is true when Ctrl-C ended the watch, false when --duration did.
-	Interrupted     bool                `json:"interrupted"`
+	Interrupted bool `json:"interrupted"`
+	// DaemonError, when set, is why the watch ended early or badly: the daemon died or
+	// stopped answering. What was seen until then is in the summary.
+	DaemonError     string              `json:"daemon_error,omitempty"`
 	Methods         []WatchMethod       `json:"methods"`
 	Services        []ServiceUsage      `json:"services"`
 	Containers      []WatchedContainer  `json:"containers"`

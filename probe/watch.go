@@ -57,13 +57,19 @@ type WatchOptions struct {
 // Watch samples the /dev/shm of every running container of a compose project until ctx is
 // done or opts.Duration has passed, following containers that start later and keeping the
 // peak of those that exit. It returns every container seen, with the error that stopped it
-// early (a daemon that stopped answering) if any. Companion containers are removed on every
-// path; ctx being done is the normal end of a watch, not an error.
+// early or spoiled its end (a daemon that died or stopped answering) if any. Companion
+// containers are removed on every path, within CleanupGrace of the end; ctx being done is the
+// normal end of a watch, not an error. A daemon call that does not answer within
+// max(2 × Interval, 10s), or by the end of the watch, ends it with an error.
 func Watch(ctx context.Context, c Client, opts WatchOptions) ([]analyze.WatchedContainer, error) {
 	if opts.Interval <= 0 {
 		opts.Interval = time.Second
 	}
 	w := &watcher{c: c, o: opts, byID: map[string]*watched{}, groups: map[string]*shmGroup{}}
+	// life outlives Ctrl-C and the duration, for cleanup, until CleanupGrace after the end.
+	life, endLife := context.WithCancel(context.WithoutCancel(ctx))
+	defer endLife()
+	w.life = life
 	if err := w.chooseMethod(ctx); err != nil {
 		return nil, err
 	}
@@ -79,7 +85,7 @@ func Watch(ctx context.Context, c Client, opts WatchOptions) ([]analyze.WatchedC
 	defer tick.Stop()
 	var err error
 	for {
-		if err = w.discover(runCtx); err != nil && runCtx.Err() == nil {
+		if err = w.discoverBounded(runCtx); err != nil && runCtx.Err() == nil {
 			break
 		}
 		w.sample(runCtx)
@@ -99,14 +105,52 @@ func Watch(ctx context.Context, c Client, opts WatchOptions) ([]analyze.WatchedC
 			break
 		}
 	}
+	time.AfterFunc(CleanupGrace, endLife)
+	if err == nil && ctx.Err() == nil {
+		// The end came with the duration, maybe in the middle of a call the daemon never
+		// answered: a watch of a hung daemon must not pass for a full one.
+		err = w.checkAlive()
+	}
 	w.stopAll() // before the final state, so that no companion reports after it
 	return w.containers(), err
+}
+
+// watchCall bounds one daemon call of the watch loop.
+func (w *watcher) watchCall() time.Duration { return max(2*w.o.Interval, 10*time.Second) }
+
+// discoverBounded is discover with each call bounded by watchCall; a daemon that does not
+// answer in that time is said to have stopped answering.
+func (w *watcher) discoverBounded(runCtx context.Context) error {
+	ctx, cancel := context.WithTimeout(runCtx, w.watchCall())
+	defer cancel()
+	err := w.discover(ctx)
+	switch {
+	case err == nil || runCtx.Err() != nil:
+		return err
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fmt.Errorf("the Docker daemon at %s stopped answering: it did not answer within %s", w.c.DaemonHost(), w.watchCall())
+	}
+	return err
+}
+
+// checkAlive pings the daemon once at the end of a watch.
+func (w *watcher) checkAlive() error {
+	ctx, cancel := context.WithTimeout(w.life, hungCheck)
+	defer cancel()
+	if _, err := w.c.Ping(ctx, client.PingOptions{}); err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("the Docker daemon at %s stopped answering: it did not answer within %s at the end of the watch", w.c.DaemonHost(), hungCheck)
+		}
+		return fmt.Errorf("the Docker daemon at %s stopped answering: %s", w.c.DaemonHost(), reason(err))
+	}
+	return nil
 }
 
 // watcher is one watch.
 type watcher struct {
 	c      Client
 	o      WatchOptions
+	life   context.Context     // for cleanup: survives Ctrl-C, ends CleanupGrace after the watch
 	method analyze.WatchMethod // the preferred method; groups may fall back
 
 	imageMu sync.Mutex
@@ -175,6 +219,9 @@ func (w *watcher) chooseMethod(ctx context.Context) error {
 func (w *watcher) discover(ctx context.Context) error {
 	f := make(client.Filters).Add("label", ComposeProjectLabel+"="+w.o.Project).Add("label", ComposeOneoffLabel+"=False")
 	list, err := w.c.ContainerList(ctx, client.ContainerListOptions{Filters: f})
+	if daemonGone(err) {
+		return fmt.Errorf("the Docker daemon at %s stopped answering: %s", w.c.DaemonHost(), reason(err))
+	}
 	if err != nil {
 		return fmt.Errorf("listing the containers of project %s: %s", w.o.Project, reason(err))
 	}
@@ -198,6 +245,9 @@ func (w *watcher) discover(ctx context.Context) error {
 		if err != nil {
 			if cerrdefs.IsNotFound(err) || ctx.Err() != nil {
 				continue
+			}
+			if daemonGone(err) {
+				return fmt.Errorf("the Docker daemon at %s stopped answering: %s", w.c.DaemonHost(), reason(err))
 			}
 			return fmt.Errorf("inspecting container %.12s: %s", s.ID, reason(err))
 		}
@@ -697,7 +747,7 @@ func (w *watcher) startCompanion(ctx context.Context, g *shmGroup, target *watch
 	hc.PidsLimit = ptr(int64(16))
 	hc.Memory = 64 << 20
 	// Created with a context that survives Ctrl-C, so that its id is always known.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	cctx, cancel := context.WithTimeout(w.lifeOr(ctx), 30*time.Second)
 	defer cancel()
 	name := "shmdoctor-watch-" + target.Name + "-" + newRunID()[:6]
 	res, err := w.c.ContainerCreate(cctx, client.ContainerCreateOptions{Name: name, Config: cfg, HostConfig: hc})
@@ -805,21 +855,41 @@ func (w *watcher) stopCompanion(ctx context.Context, cp *companion) {
 	select {
 	case <-cp.done:
 	case <-time.After(removeTimeout):
+	case <-w.lifeOr(ctx).Done():
 	}
+}
+
+// lifeOr is the watch's cleanup context, or ctx without its cancellation where there is none
+// (a watcher made by a test).
+func (w *watcher) lifeOr(ctx context.Context) context.Context {
+	if w.life != nil {
+		return w.life
+	}
+	return context.WithoutCancel(ctx)
 }
 
 // removeCompanion force-removes a companion with a context that survives Ctrl-C. Its error
 // is of no use: a companion the engine is removing already, or has removed, is the common
 // case (AutoRemove), and one that could not be removed ends by itself with its stdin.
 func (w *watcher) removeCompanion(ctx context.Context, id string) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeTimeout)
+	rctx, cancel := context.WithTimeout(w.lifeOr(ctx), removeTimeout)
 	defer cancel()
 	_, _ = w.c.ContainerRemove(rctx, id, client.ContainerRemoveOptions{Force: true})
 }
 
 // stopAll stops every companion, once those being started have started.
 func (w *watcher) stopAll() {
-	w.starters.Wait()
+	started := make(chan struct{})
+	go func() {
+		w.starters.Wait()
+		close(started)
+	}()
+	select {
+	case <-started:
+	case <-w.lifeOr(context.Background()).Done():
+		// A daemon that hangs holds a start: its companion ends with the attach, or at
+		// the next run's cleanup.
+	}
 	w.mu.Lock()
 	var cps []*companion
 	for _, g := range w.groups {

@@ -149,7 +149,10 @@ func WatchText(w io.Writer, s *analyze.WatchSummary, o Options) error {
 	pal := newPalette(o.Color)
 	tw := &errWriter{w: w}
 	end := "--duration"
-	if s.Interrupted {
+	switch {
+	case s.DaemonError != "":
+		end = "the daemon: " + s.DaemonError
+	case s.Interrupted:
 		end = "Ctrl-C"
 	}
 	tw.printf("%s\n", pal.Project.Render(fmt.Sprintf("watched project %s for %s (ended by %s), %s, %s",

@@ -58,6 +58,20 @@ func TestWatchText(t *testing.T) {
 	testutil.Golden(t, filepath.Join("testdata", "watch.txt"), b.String(), *update, "go test ./report -update")
 }
 
+// TestWatchTextDaemonError: a watch the daemon ended says so, not "ended by --duration".
+func TestWatchTextDaemonError(t *testing.T) {
+	s := watchSummary()
+	s.DaemonError = "the Docker daemon at unix:///var/run/docker.sock stopped answering"
+	var b bytes.Buffer
+	if err := WatchText(&b, s, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(b.String(), "\n")
+	if !strings.Contains(first, "(ended by the daemon: the Docker daemon at unix:///var/run/docker.sock stopped answering)") || strings.Contains(first, "--duration") {
+		t.Errorf("first line %q, want it to say the daemon ended the watch", first)
+	}
+}
+
 func TestWatchLive(t *testing.T) {
 	s := watchSummary()
 	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)

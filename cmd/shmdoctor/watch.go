@@ -47,7 +47,10 @@ Examples:
   shmdoctor watch -p trainer --duration 30m --format json > shm.jsonl
 
 Exit status: 0 when the watch ends (Ctrl-C or --duration are its normal ends), 1 when no
-container of the project ran, 2 usage or load errors or a daemon that does not answer.
+container of the project ran, 2 usage or load errors or a daemon that died or stopped
+answering (the summary then says so, with what was seen until then). A daemon call that
+gets no answer within twice --interval (10s at least) ends the watch; the watch, cleanup
+included, ends within --duration plus 10s (the cleanup grace).
 
 Flags:
 `
@@ -107,7 +110,15 @@ func watch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return exitUsage, err
 	}
 	defer closeClient()
-	if err := probe.Ping(ctx, c); err != nil {
+	// A daemon that does not answer is given no longer than the watch.
+	pingWait := probe.DefaultPingTimeout
+	if *duration > 0 {
+		pingWait = min(pingWait, *duration)
+	}
+	pctx, cancelPing := context.WithTimeout(ctx, pingWait)
+	err = probe.Ping(pctx, c)
+	cancelPing()
+	if err != nil {
 		return exitUsage, err
 	}
 
@@ -136,6 +147,9 @@ func watch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	}
 	sum := summarize(model, name, containers, started, *headroom)
 	sum.Interrupted = ctx.Err() != nil
+	if watchErr != nil {
+		sum.DaemonError = watchErr.Error()
+	}
 	if note != "" {
 		sum.Notes = append([]string{note}, sum.Notes...)
 	}
