@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/probe"
 	"github.com/shmdoctor/shmdoctor/report"
 )
 
@@ -127,7 +128,7 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	fs.StringVar(&f.policy, "policy", "stability", "remediation strategy around ipc: host: stability (keep it) | isolation (replace it)")
 	fs.StringVar(&f.target, "target", "compose", "deployment engine: compose|swarm|podman")
 	fs.StringVar(&f.probe, "probe", "auto", "measure /dev/shm in throwaway containers: auto|always|never")
-	fs.DurationVar(&f.probeWait, "probe-timeout", 60*time.Second, "time limit for the whole probe")
+	fs.DurationVar(&f.probeWait, "probe-timeout", 60*time.Second, fmt.Sprintf("time limit for the whole probe, the daemon's first answer included; removing the containers may take %s more (the cleanup grace)", probe.CleanupGrace))
 	fs.StringVar(&f.write, "write-probe", "auto", "write probe target: auto, off, or a size such as 512m")
 	fs.StringVar(&f.sourceRoot, "source-root", "", "SARIF names files relative to this `folder` (default: the git repository holding the working folder, else the working folder)")
 	fs.StringVar(&f.color, "color", "auto", "colour: auto|always|never (auto follows the terminal and NO_COLOR)")

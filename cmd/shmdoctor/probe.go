@@ -165,7 +165,7 @@ func host(ctx context.Context, args []string, _ io.Reader, stdout, _ io.Writer) 
 	fs.SetOutput(io.Discard)
 	need := fs.String("need", "", "exit 1 unless a container can get this much /dev/shm, such as 8g")
 	format := fs.String("format", "text", "output format: text|json")
-	timeout := fs.Duration("probe-timeout", 60*time.Second, "time limit for the measurements")
+	timeout := fs.Duration("probe-timeout", 60*time.Second, fmt.Sprintf("time limit for the measurements, the daemon's first answer included; cleanup may take %s more", probe.CleanupGrace))
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage, usagef("host: %v", err)
