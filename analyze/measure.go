@@ -45,4 +45,7 @@ type Write struct {
 	GBps         float64      `json:"gbps"`
 	// Reason says why the probe was skipped or capped.
 	Reason string `json:"reason,omitempty"`
+	// BudgetCapped is true when the run's memory budget, shared by every service of the
+	// run, lowered the target: an "ok" then says the lower target fitted, not the service's.
+	BudgetCapped bool `json:"budget_capped,omitempty"`
 }

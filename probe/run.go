@@ -779,6 +779,9 @@ func (r *runner) fill(n *node, out *AgentOutput, st *container.State, stderr str
 	r.mu.Lock()
 	budgetNote := n.budgetNote
 	r.mu.Unlock()
+	if m.Write != nil && budgetNote != "" {
+		m.Write.BudgetCapped = true
+	}
 	for _, note := range []string{budgetNote, s.capped} {
 		if m.Write != nil && note != "" {
 			m.Write.Reason = strings.Trim(note+"; "+m.Write.Reason, "; ")

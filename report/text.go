@@ -265,6 +265,9 @@ func measured(m *analyze.Measurement) []string {
 		if m.Write.GBps > 0 {
 			write += fmt.Sprintf(" @ %.1f GB/s", m.Write.GBps)
 		}
+		if m.Write.BudgetCapped {
+			write += " (capped)"
+		}
 	}
 	return []string{size, write}
 }
@@ -290,6 +293,9 @@ func probeNotes(p *Project) []string {
 		}
 		if m.Error != "" {
 			add("probe: " + plan.Service + ": " + m.Error)
+		}
+		if w := m.Write; w != nil && w.BudgetCapped {
+			add("probe: " + plan.Service + ": the write probe did not test the service's full size: " + w.Reason)
 		}
 	}
 	return out

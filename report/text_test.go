@@ -71,3 +71,30 @@ func atoi(t *testing.T, b []byte) int {
 	}
 	return n
 }
+
+// TestTextBudgetCapped: a write probe the run's memory budget capped passed at the lower
+// target only: the table marks it and a note says what was tested instead.
+func TestTextBudgetCapped(t *testing.T) {
+	t.Chdir(moduleRoot(t))
+	rep := &Report{}
+	for _, p := range analyze.Load(context.Background(), analyze.Options{Paths: []string{"testdata/demo"}}) {
+		if len(p.Errors) > 0 {
+			t.Fatalf("loading: %v", p.Errors[0])
+		}
+		size := int64(2 << 30)
+		reason := "target 2 GiB capped at 96 MiB by the run's memory budget (96 MiB: set by the caller)"
+		ms := map[string]*analyze.Measurement{"trainer": {Exists: true, MeasuredBytes: &size, FreeBytes: &size,
+			Write: &analyze.Write{Mode: "write", TargetBytes: 96 << 20, WrittenBytes: 96 << 20, Outcome: analyze.WriteOK, GBps: 1, Reason: reason, BudgetCapped: true}}}
+		rep.Projects = append(rep.Projects, &Project{Project: p, Measurements: ms, Findings: analyze.Check(p, analyze.Config{})})
+	}
+	var out bytes.Buffer
+	if err := Text(&out, rep, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"ok 96 MiB @ 1.0 GB/s (capped)",
+		"probe: trainer: the write probe did not test the service's full size: target 2 GiB capped at 96 MiB by the run's memory budget"} {
+		if !bytes.Contains(out.Bytes(), []byte(want)) {
+			t.Errorf("no %q in:\n%s", want, out.String())
+		}
+	}
+}
