@@ -264,7 +264,6 @@ func ensureImage(ctx context.Context, c Client, agent *agentBinary) (string, err
 	} else if !cerrdefs.IsNotFound(err) {
 		return "", fmt.Errorf("inspecting probe image %s: %w", ref, err)
 	}
-
 	layer, err := agentLayer(agent)
 	if err != nil {
 		return "", err
@@ -293,6 +292,11 @@ func ensureImage(ctx context.Context, c Client, agent *agentBinary) (string, err
 		return "", fmt.Errorf("importing probe image %s: the image is missing afterwards: %s", ref, dockerMessage(err))
 	}
 	return ref, nil
+}
+
+// noSuchImage reports a create that failed because the image is gone.
+func noSuchImage(err error) bool {
+	return err != nil && cerrdefs.IsNotFound(err) && strings.Contains(err.Error(), "No such image")
 }
 
 // agentLayer is a tar of the whole root filesystem: the agent at /shmdoctor and, for a

@@ -39,6 +39,14 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	// Run locks go to a directory of this process's own, so that the doctors other test
+	// processes run on this machine at the same time neither see nor are seen by these tests.
+	locks := filepath.Join(dir, "run")
+	if err := os.Mkdir(locks, 0o700); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	os.Setenv("XDG_RUNTIME_DIR", locks)
 
 	// The test binary is not the doctor: build a static binary holding the agent.
 	testAgent = filepath.Join(dir, "shmdoctor")

@@ -147,8 +147,9 @@ func (o Options) staleAfter() time.Duration {
 //
 // Every container is removed on every path: normal end, error, ctx cancellation (Ctrl-C),
 // timeout, and a daemon that stops answering (then the leftovers are removed by the next run
-// or by Clean). Run removes other runs' leftovers older than StaleAge first; containers of a
-// live run are never touched.
+// or by Clean). Run removes other runs' leftovers first: at once those of a doctor whose run
+// lock (LabelRunLock) says it is over, else those older than StaleAge; containers of a live
+// run are never touched.
 //
 // Failures that concern one service are in its Measurement (CreateError, Error). Run returns
 // an error when it could not probe at all, when it was interrupted or timed out (wrapping
@@ -168,6 +169,7 @@ func Run(ctx context.Context, c Client, plans []*analyze.ShmPlan, opts Options) 
 		return nil, err
 	}
 	defer r.cancel()
+	defer r.lock.release()
 
 	nodes := make(map[string]*node, len(plans))
 	var order []*node
@@ -182,6 +184,7 @@ func Run(ctx context.Context, c Client, plans []*analyze.ShmPlan, opts Options) 
 	}
 	for _, n := range order {
 		n.spec = buildSpec(n.plan, o, r.runID, r.image, r.now(), hostSharedChain(n.plan, nodes))
+		r.lock.labelConfig(n.spec.config)
 	}
 	link(order, nodes, o)
 	for _, n := range order {
@@ -204,6 +207,8 @@ type runner struct {
 	sem    chan struct{}
 	info   client.SystemInfoResult
 	clock  time.Duration // daemon time minus local time
+	agent  *agentBinary
+	lock   *runLock // held while the run lives, nil where the machine gives none
 
 	mu       sync.Mutex
 	created  map[string]bool // container id → removed
@@ -218,6 +223,7 @@ func start(parent context.Context, c Client, o Options) (*runner, error) {
 		sem: make(chan struct{}, o.Parallel), created: map[string]bool{}}
 	fail := func(err error) (*runner, error) {
 		cancel()
+		r.lock.release()
 		if stop := r.stopped(); stop != nil {
 			return nil, stop
 		}
@@ -242,9 +248,8 @@ func start(parent context.Context, c Client, o Options) (*runner, error) {
 	if err != nil {
 		return fail(err)
 	}
-	_, _ = removeContainers(ctx, c, r.now(), func(s container.Summary, age time.Duration) bool {
-		return s.Labels[LabelProbe] != r.runID && age > o.staleAfter()
-	})
+	r.agent, r.lock = agent, newRunLock(ctx, r.runID)
+	removeLeftovers(ctx, c, r.now(), r.runID, o.staleAfter())
 	if r.image, err = ensureImage(ctx, c, agent); err != nil {
 		return fail(err)
 	}
@@ -476,6 +481,12 @@ func (r *runner) create(s *containerSpec) (string, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), 30*time.Second)
 	defer cancel()
 	res, err := r.c.ContainerCreate(ctx, client.ContainerCreateOptions{Name: s.name, Config: s.config, HostConfig: s.host})
+	if noSuchImage(err) {
+		// Removed since the run started (shmdoctor probe --clean elsewhere): import it again, once.
+		if _, ierr := ensureImage(ctx, r.c, r.agent); ierr == nil {
+			res, err = r.c.ContainerCreate(ctx, client.ContainerCreateOptions{Name: s.name, Config: s.config, HostConfig: s.host})
+		}
+	}
 	if err != nil {
 		return "", err
 	}

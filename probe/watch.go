@@ -33,8 +33,8 @@ const (
 )
 
 // LabelWatch marks the companion containers of `shmdoctor watch`; its value is the id of the
-// container watched. Unlike LabelProbe, a probe run never removes them as stale: a watch may
-// run for hours.
+// container watched. Unlike LabelProbe, a probe run never removes them by age: a watch may
+// run for hours. It removes them once their watch's run lock (LabelRunLock) says it is over.
 const LabelWatch = "io.shmdoctor.watch"
 
 // WatchOptions tune a watch.
@@ -67,6 +67,8 @@ func Watch(ctx context.Context, c Client, opts WatchOptions) ([]analyze.WatchedC
 	if err := w.chooseMethod(ctx); err != nil {
 		return nil, err
 	}
+	w.lock = newRunLock(ctx, newRunID())
+	defer w.lock.release() // after the companions are gone
 	defer w.stopAll()
 
 	runCtx := ctx
@@ -111,6 +113,7 @@ type watcher struct {
 
 	imageMu sync.Mutex
 	image   string
+	lock    *runLock // labels the companions; held while the watch lives
 
 	starters sync.WaitGroup // companions being started
 
@@ -684,6 +687,7 @@ func (w *watcher) startCompanion(ctx context.Context, g *shmGroup, target *watch
 		AttachStdin: true, AttachStdout: true, AttachStderr: true,
 		Labels: map[string]string{LabelWatch: target.ID, LabelCreatedAt: time.Now().UTC().Format(time.RFC3339)},
 	}
+	w.lock.labelConfig(cfg)
 	hc := &container.HostConfig{
 		PidMode:        container.PidMode("container:" + target.ID),
 		NetworkMode:    network.NetworkNone,
