@@ -95,18 +95,13 @@ func Clean(ctx context.Context, c Client) (containers, images int, err error) {
 	return containers, images, joinErrors(errs...)
 }
 
-// removeCompanions removes watch companions that never ran or stopped without being removed
-// (a doctor killed between creating one and attaching to it), and every companion of a watch
-// whose run lock says it is over. Running ones of a live watch end with it.
+// removeCompanions removes every companion of a watch whose run lock says it is over, and
+// companions that never ran or stopped without being removed (a doctor killed between
+// creating one and attaching to it; a watch starts its companions at once). Running ones of
+// a live watch end with it.
 func removeCompanions(ctx context.Context, c Client, now time.Time) (int, error) {
 	return removeLabelled(ctx, c, LabelWatch, "watch companion", now, func(s container.Summary, age time.Duration) bool {
-		switch stateOf(s.Labels[LabelRunLock]) {
-		case lockDead:
-			return true
-		case lockAlive:
-			return false
-		}
-		return s.State != container.StateRunning && age >= cleanGrace
+		return stateOf(s.Labels[LabelRunLock]) == lockDead || s.State != container.StateRunning && age >= cleanGrace
 	})
 }
 

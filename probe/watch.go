@@ -69,6 +69,7 @@ func Watch(ctx context.Context, c Client, opts WatchOptions) ([]analyze.WatchedC
 	}
 	w.lock = newRunLock(ctx, newRunID())
 	defer w.lock.release() // after the companions are gone
+	defer w.sweep()
 	defer w.stopAll()
 
 	runCtx := ctx
@@ -819,6 +820,24 @@ func (w *watcher) removeCompanion(ctx context.Context, id string) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeTimeout)
 	defer cancel()
 	_, _ = w.c.ContainerRemove(rctx, id, client.ContainerRemoveOptions{Force: true})
+}
+
+// sweep removes whatever companion carries this watch's run lock and is still there: one
+// stuck in Created that a failed start or a cancelled request left behind.
+func (w *watcher) sweep() {
+	if w.lock == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), removeTimeout)
+	defer cancel()
+	f := make(client.Filters).Add("label", LabelWatch).Add("label", LabelRunLock+"="+w.lock.path)
+	list, err := w.c.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		return
+	}
+	for _, s := range list.Items {
+		w.removeCompanion(ctx, s.ID)
+	}
 }
 
 // stopAll stops every companion, once those being started have started.
