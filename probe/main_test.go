@@ -90,6 +90,10 @@ func testMain(m *testing.M) int {
 			}
 		}
 	}
+	if left, _ := filepath.Glob(filepath.Join(locks, "shmdoctor", "*.lock")); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: lock files left: %v\n", left)
+		code = 1
+	}
 	if left, _ := filepath.Glob("/dev/shm/.shmdoctor-probe-*"); len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: files left in /dev/shm: %v\n", left)
 		code = 1

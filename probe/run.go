@@ -169,7 +169,6 @@ func Run(ctx context.Context, c Client, plans []*analyze.ShmPlan, opts Options) 
 		return nil, err
 	}
 	defer r.cancel()
-	defer r.lock.release()
 
 	nodes := make(map[string]*node, len(plans))
 	var order []*node
@@ -184,7 +183,6 @@ func Run(ctx context.Context, c Client, plans []*analyze.ShmPlan, opts Options) 
 	}
 	for _, n := range order {
 		n.spec = buildSpec(n.plan, o, r.runID, r.image, r.now(), hostSharedChain(n.plan, nodes))
-		r.lock.labelConfig(n.spec.config)
 	}
 	link(order, nodes, o)
 	for _, n := range order {
@@ -365,14 +363,19 @@ func hostSharedChain(p *analyze.ShmPlan, nodes map[string]*node) bool {
 	return false
 }
 
-// runAll probes every node and removes everything; it returns the run's error.
+// runAll probes every node and removes everything, then lets the run's lock go; it returns
+// the run's error.
 func (r *runner) runAll(order []*node) error {
+	for _, n := range order {
+		r.lock.labelConfig(n.spec.config)
+	}
 	var wg sync.WaitGroup
 	for _, n := range order {
 		wg.Go(func() { r.probe(n) })
 	}
 	wg.Wait()
 	r.sweep()
+	r.lock.release()
 
 	var errs []error
 	if stop := r.stopped(); stop != nil {

@@ -59,11 +59,12 @@ func (l *runLock) labelConfig(cfg *container.Config) {
 
 // release removes the lock file, then lets the lock go: the run is over.
 func (l *runLock) release() {
-	if l == nil {
+	if l == nil || l.f == nil {
 		return
 	}
 	_ = os.Remove(l.path)
 	_ = l.f.Close()
+	l.f = nil
 }
 
 // newRunLock takes the lock of a new run; nil when the machine has no usable lock directory,
