@@ -289,3 +289,36 @@ func TestCreateReimports(t *testing.T) {
 	}
 	r.remove(id)
 }
+
+// TestLockState: a lock file is read as held, free or gone only in the lock directory it was
+// made in; at the same path in another directory (another host's, another container's /tmp,
+// told apart by the directory's instance token) or under a name the doctor does not make, it
+// says nothing and the age rule decides.
+func TestLockState(t *testing.T) {
+	l := newRunLock(context.Background(), "0123ab")
+	if l == nil {
+		t.Fatal("no run lock could be taken")
+	}
+	defer l.release()
+	dir := filepath.Dir(l.path)
+	tok, err := readToken(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := "fedcba9876543210"
+	if tok == other {
+		other = "0123456789abcdef"
+	}
+	for label, want := range map[string]lockState{
+		l.path:                                 lockAlive,
+		filepath.Join(dir, tok+"-0456.lock"):   lockDead,    // this directory's, gone
+		filepath.Join(dir, other+"-0456.lock"): lockUnknown, // another directory at this path
+		filepath.Join(dir, "instance"):         lockUnknown,
+		"0123456789abcdef-0456.lock":           lockUnknown, // not a path
+		"":                                     lockUnknown,
+	} {
+		if got := stateOf(label); got != want {
+			t.Errorf("stateOf(%q) = %v, want %v", label, got, want)
+		}
+	}
+}
