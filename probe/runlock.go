@@ -38,14 +38,6 @@ type runLock struct {
 	f    *os.File
 }
 
-// label is the LabelRunLock value, "" without a lock.
-func (l *runLock) label() string {
-	if l == nil {
-		return ""
-	}
-	return l.path
-}
-
 // labelConfig adds the lock's label to a container's labels.
 func (l *runLock) labelConfig(cfg *container.Config) {
 	if l == nil || cfg == nil {
