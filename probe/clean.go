@@ -14,10 +14,17 @@ import (
 // leftover: a live run's containers are stopped only for the moment between exit and removal.
 var cleanGrace = time.Minute
 
+// cleanOnly, when set, limits the images Clean removes to those of this agent digest: tests
+// share the daemon with other doctors and remove only the images they made.
+var cleanOnly string
+
 // Clean removes the probe images and any leftover probe containers and watch companions
-// (`shmdoctor probe --clean`). Containers of a doctor probing right now are left alone, and so are the images
-// they use: a running probe container younger than StaleAge, or a stopped one younger than a
-// minute. It returns how many containers and images it removed.
+// (`shmdoctor probe --clean`). Containers of a doctor probing right now are left alone, and so
+// are the images they use: a container whose run lock is held; where the lock is not visible
+// from here, a running probe container younger than StaleAge, or a stopped one younger than a
+// minute. Containers whose run lock is free or gone go at once. While a doctor on this
+// machine holds a run lock, the probe images stay: it may be about to create a container from
+// one. It returns how many containers and images it removed.
 func Clean(ctx context.Context, c Client) (containers, images int, err error) {
 	if err := Ping(ctx, c); err != nil {
 		return 0, 0, err
@@ -31,9 +38,9 @@ func Clean(ctx context.Context, c Client) (containers, images int, err error) {
 	var errs []error
 	containers, err = removeContainers(ctx, c, now, func(s container.Summary, age time.Duration) bool {
 		if s.State == container.StateRunning {
-			return age > StaleAge
+			return isLeftover(s, age, StaleAge)
 		}
-		return age > cleanGrace
+		return isLeftover(s, age, cleanGrace)
 	})
 	if err != nil {
 		errs = append(errs, err)
@@ -43,8 +50,15 @@ func Clean(ctx context.Context, c Client) (containers, images int, err error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
+	removeDeadLocks()
+	if liveRuns() {
+		return containers, 0, joinErrors(errs...)
+	}
 
 	f := make(client.Filters).Add("label", LabelImage)
+	if cleanOnly != "" {
+		f = make(client.Filters).Add("label", LabelImage+"="+cleanOnly)
+	}
 	list, err := c.ImageList(ctx, client.ImageListOptions{All: true, Filters: f})
 	if err != nil {
 		errs = append(errs, fmt.Errorf("listing probe images: %s", reason(err)))
@@ -81,11 +95,25 @@ func Clean(ctx context.Context, c Client) (containers, images int, err error) {
 	return containers, images, joinErrors(errs...)
 }
 
-// removeCompanions removes watch companions that never ran or stopped without being removed
-// (a doctor killed between creating one and attaching to it). Running ones belong to a live
-// watch and end with it.
+// removeCompanions removes every companion of a watch whose run lock says it is over, and
+// companions that never ran or stopped without being removed (a doctor killed between
+// creating one and attaching to it; a watch starts its companions at once). Running ones of
+// a live watch end with it.
 func removeCompanions(ctx context.Context, c Client, now time.Time) (int, error) {
 	return removeLabelled(ctx, c, LabelWatch, "watch companion", now, func(s container.Summary, age time.Duration) bool {
-		return s.State != container.StateRunning && age >= cleanGrace
+		return stateOf(s.Labels[LabelRunLock]) == lockDead || s.State != container.StateRunning && age >= cleanGrace
 	})
+}
+
+// removeLeftovers is what a run removes before it starts: other runs' probe containers that
+// are leftovers (see isLeftover), watch companions of a watch that is over, and the lock files
+// of doctors that died.
+func removeLeftovers(ctx context.Context, c Client, now time.Time, runID string, stale time.Duration) {
+	_, _ = removeContainers(ctx, c, now, func(s container.Summary, age time.Duration) bool {
+		return s.Labels[LabelProbe] != runID && isLeftover(s, age, stale)
+	})
+	_, _ = removeLabelled(ctx, c, LabelWatch, "watch companion", now, func(s container.Summary, _ time.Duration) bool {
+		return stateOf(s.Labels[LabelRunLock]) == lockDead
+	})
+	removeDeadLocks()
 }

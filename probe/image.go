@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -264,6 +265,21 @@ func ensureImage(ctx context.Context, c Client, agent *agentBinary) (string, err
 	} else if !cerrdefs.IsNotFound(err) {
 		return "", fmt.Errorf("inspecting probe image %s: %w", ref, err)
 	}
+	// Doctors starting together on this machine import one after the other: each import
+	// makes a new image, and the tag moves to the last one, leaving the others untagged.
+	if dir, _, err := lockDir(); err == nil {
+		if f, err := lockFile(ctx, filepath.Join(dir, "import-"+agent.digest[:12]+".lock")); err == nil {
+			defer func() {
+				_ = os.Remove(f.Name())
+				_ = f.Close()
+			}()
+			if _, err := c.ImageInspect(ctx, ref); err == nil {
+				return ref, nil
+			}
+		} else if ctx.Err() != nil {
+			return "", fmt.Errorf("importing probe image %s: %w", ref, ctx.Err())
+		}
+	}
 
 	layer, err := agentLayer(agent)
 	if err != nil {
@@ -292,7 +308,28 @@ func ensureImage(ctx context.Context, c Client, agent *agentBinary) (string, err
 	if _, err := c.ImageInspect(ctx, ref); err != nil {
 		return "", fmt.Errorf("importing probe image %s: the image is missing afterwards: %s", ref, dockerMessage(err))
 	}
+	removeUntagged(ctx, c, agent.digest)
 	return ref, nil
+}
+
+// removeUntagged removes the untagged images of this agent that no container uses: those a
+// doctor that could not share the import lock (another user, another host) imported at the
+// same time, whose tag moved to the last import. One a container still uses is refused by
+// the daemon and kept.
+func removeUntagged(ctx context.Context, c Client, digest string) {
+	f := make(client.Filters).Add("label", LabelImage+"="+digest).Add("dangling", "true")
+	list, err := c.ImageList(ctx, client.ImageListOptions{Filters: f})
+	if err != nil {
+		return
+	}
+	for _, img := range list.Items {
+		_, _ = c.ImageRemove(ctx, img.ID, client.ImageRemoveOptions{PruneChildren: true})
+	}
+}
+
+// noSuchImage reports a create that failed because the image is gone.
+func noSuchImage(err error) bool {
+	return err != nil && cerrdefs.IsNotFound(err) && strings.Contains(err.Error(), "No such image")
 }
 
 // agentLayer is a tar of the whole root filesystem: the agent at /shmdoctor and, for a

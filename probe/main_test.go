@@ -39,6 +39,14 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	// Run locks go to a directory of this process's own, so that the doctors other test
+	// processes run on this machine at the same time neither see nor are seen by these tests.
+	locks := filepath.Join(dir, "run")
+	if err := os.Mkdir(locks, 0o700); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	os.Setenv("XDG_RUNTIME_DIR", locks)
 
 	// The test binary is not the doctor: build a static binary holding the agent.
 	testAgent = filepath.Join(dir, "shmdoctor")
@@ -81,6 +89,10 @@ func testMain(m *testing.M) int {
 				code = 1
 			}
 		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(locks, "shmdoctor", "*.lock")); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: lock files left: %v\n", left)
+		code = 1
 	}
 	if left, _ := filepath.Glob("/dev/shm/.shmdoctor-probe-*"); len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: files left in /dev/shm: %v\n", left)

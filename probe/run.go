@@ -157,8 +157,9 @@ func (o Options) staleAfter() time.Duration {
 //
 // Every container is removed on every path: normal end, error, ctx cancellation (Ctrl-C),
 // timeout, and a daemon that stops answering (then the leftovers are removed by the next run
-// or by Clean). Run removes other runs' leftovers older than StaleAge first; containers of a
-// live run are never touched.
+// or by Clean). Run removes other runs' leftovers first: at once those of a doctor whose run
+// lock (LabelRunLock) says it is over, else those older than StaleAge; containers of a live
+// run are never touched.
 //
 // Failures that concern one service are in its Measurement (CreateError, Error). Run returns
 // an error when it could not probe at all, when it was interrupted or timed out (wrapping
@@ -215,6 +216,8 @@ type runner struct {
 	info   client.SystemInfoResult
 	clock  time.Duration // daemon time minus local time
 	budget memBudget
+	agent  *agentBinary
+	lock   *runLock // held while the run lives, nil where the machine gives none
 
 	mu       sync.Mutex
 	created  map[string]bool // container id → removed
@@ -253,6 +256,7 @@ func start(parent context.Context, c Client, o Options) (*runner, error) {
 	r.cancel = func() { stopHard(); cancel() }
 	fail := func(err error) (*runner, error) {
 		r.cancel()
+		r.lock.release()
 		if stop := r.stopped(); stop != nil {
 			return nil, stop
 		}
@@ -279,9 +283,8 @@ func start(parent context.Context, c Client, o Options) (*runner, error) {
 	if err != nil {
 		return fail(err)
 	}
-	_, _ = removeContainers(ctx, c, r.now(), func(s container.Summary, age time.Duration) bool {
-		return s.Labels[LabelProbe] != r.runID && age > o.staleAfter()
-	})
+	r.agent, r.lock = agent, newRunLock(ctx, r.runID)
+	removeLeftovers(ctx, c, r.now(), r.runID, o.staleAfter())
 	if r.image, err = ensureImage(ctx, c, agent); err != nil {
 		return fail(err)
 	}
@@ -424,8 +427,12 @@ func hostSharedChain(p *analyze.ShmPlan, nodes map[string]*node) bool {
 	return false
 }
 
-// runAll probes every node and removes everything; it returns the run's error.
+// runAll probes every node and removes everything, then lets the run's lock go; it returns
+// the run's error.
 func (r *runner) runAll(order []*node) error {
+	for _, n := range order {
+		r.lock.labelConfig(n.spec.config)
+	}
 	var wg sync.WaitGroup
 	for _, n := range order {
 		wg.Go(func() { r.probe(n) })
@@ -435,6 +442,7 @@ func (r *runner) runAll(order []*node) error {
 	if !r.hung {
 		r.sweep()
 	}
+	r.lock.release()
 
 	var errs []error
 	if stop := r.stopped(); stop != nil {
@@ -548,6 +556,12 @@ func (r *runner) create(s *containerSpec) (string, error) {
 	ctx, cancel := r.cleanupContext()
 	defer cancel()
 	res, err := r.c.ContainerCreate(ctx, client.ContainerCreateOptions{Name: s.name, Config: s.config, HostConfig: s.host})
+	if noSuchImage(err) {
+		// Removed since the run started (shmdoctor probe --clean elsewhere): import it again, once.
+		if _, ierr := ensureImage(ctx, r.c, r.agent); ierr == nil {
+			res, err = r.c.ContainerCreate(ctx, client.ContainerCreateOptions{Name: s.name, Config: s.config, HostConfig: s.host})
+		}
+	}
 	if err != nil {
 		return "", err
 	}

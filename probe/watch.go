@@ -33,8 +33,8 @@ const (
 )
 
 // LabelWatch marks the companion containers of `shmdoctor watch`; its value is the id of the
-// container watched. Unlike LabelProbe, a probe run never removes them as stale: a watch may
-// run for hours.
+// container watched. Unlike LabelProbe, a probe run never removes them by age: a watch may
+// run for hours. It removes them once their watch's run lock (LabelRunLock) says it is over.
 const LabelWatch = "io.shmdoctor.watch"
 
 // WatchOptions tune a watch.
@@ -73,6 +73,9 @@ func Watch(ctx context.Context, c Client, opts WatchOptions) ([]analyze.WatchedC
 	if err := w.chooseMethod(ctx); err != nil {
 		return nil, err
 	}
+	w.lock = newRunLock(ctx, newRunID())
+	defer w.lock.release() // after the companions are gone
+	defer w.sweep()
 	defer w.stopAll()
 
 	runCtx := ctx
@@ -155,6 +158,7 @@ type watcher struct {
 
 	imageMu sync.Mutex
 	image   string
+	lock    *runLock // labels the companions; held while the watch lives
 
 	starters sync.WaitGroup // companions being started
 
@@ -734,6 +738,7 @@ func (w *watcher) startCompanion(ctx context.Context, g *shmGroup, target *watch
 		AttachStdin: true, AttachStdout: true, AttachStderr: true,
 		Labels: map[string]string{LabelWatch: target.ID, LabelCreatedAt: time.Now().UTC().Format(time.RFC3339)},
 	}
+	w.lock.labelConfig(cfg)
 	hc := &container.HostConfig{
 		PidMode:        container.PidMode("container:" + target.ID),
 		NetworkMode:    network.NetworkNone,
@@ -875,6 +880,24 @@ func (w *watcher) removeCompanion(ctx context.Context, id string) {
 	rctx, cancel := context.WithTimeout(w.lifeOr(ctx), removeTimeout)
 	defer cancel()
 	_, _ = w.c.ContainerRemove(rctx, id, client.ContainerRemoveOptions{Force: true})
+}
+
+// sweep removes whatever companion carries this watch's run lock and is still there: one
+// stuck in Created that a failed start or a cancelled request left behind.
+func (w *watcher) sweep() {
+	if w.lock == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), removeTimeout)
+	defer cancel()
+	f := make(client.Filters).Add("label", LabelWatch).Add("label", LabelRunLock+"="+w.lock.path)
+	list, err := w.c.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		return
+	}
+	for _, s := range list.Items {
+		w.removeCompanion(ctx, s.ID)
+	}
 }
 
 // stopAll stops every companion, once those being started have started.

@@ -183,10 +183,35 @@ func TestWatchFollows(t *testing.T) {
 		ids = append(ids, holdingAgent(t, c, replicaLabels(project, i+1), hc))
 	}
 	samples := 0
+	// The companions carry the watch's run lock, held while the watch lives.
+	var lock, stuck string
+	var lockWhileWatching lockState
 	cs, err := Watch(ctx, c, WatchOptions{Project: project, Interval: 100 * time.Millisecond, Duration: 3 * time.Second, Binary: testAgent,
-		OnSample: func(analyze.WatchSample) { samples++ }})
+		OnSample: func(analyze.WatchSample) {
+			samples++
+			if lock != "" {
+				return
+			}
+			f := make(client.Filters).Add("label", LabelWatch+"="+ids[0])
+			if list, err := c.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f}); err == nil && len(list.Items) > 0 {
+				lock = list.Items[0].Labels[LabelRunLock]
+				lockWhileWatching = stateOf(lock)
+				// A companion of this watch stuck in Created, as a failed start leaves one: the
+				// watch removes it when it ends.
+				stuck = leftoverLabelled(t, map[string]string{LabelWatch: ids[0], LabelRunLock: lock})
+			}
+		}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if lock == "" || lockWhileWatching != lockAlive || stateOf(lock) != lockDead {
+		t.Errorf("companion's run lock %q: %v while watching, %v after, want held then free", lock, lockWhileWatching, stateOf(lock))
+	}
+	if _, err := os.Stat(lock); err == nil {
+		t.Errorf("the watch's lock file %s is still there", lock)
+	}
+	if stuck == "" || exists(t, stuck) {
+		t.Errorf("the companion stuck in Created (%q) is still there after the watch", stuck)
 	}
 	if len(cs) != 2 || samples < 10 {
 		t.Fatalf("%d containers, %d samples", len(cs), samples)

@@ -110,9 +110,10 @@ func agent(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 
 const probeUsage = `Usage: shmdoctor probe --clean
 
-Removes the probe images (shmdoctor-probe:*) and any probe containers or stopped watch
-companions a crashed run left behind. Containers of a doctor probing or watching right now
-are left alone.
+Removes the probe images (shmdoctor-probe:*) and any probe containers or watch companions a
+crashed run left behind: at once those of a doctor whose run lock is free (it died), by age
+those of a doctor on another host. Containers of a doctor probing or watching right now are
+left alone, and so are the images while a doctor on this machine runs.
 
 Flags:
 `
