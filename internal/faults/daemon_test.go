@@ -94,7 +94,10 @@ func (d *daemon) host() string { return "unix://" + d.sock }
 func (d *daemon) start() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	args := []string{"--mount", "--net", "--propagation", "private", "--", "dockerd",
+	// No network namespace of its own: the shims of containers that outlive a killed
+	// dockerd listen on abstract sockets, which a restarted one in another network namespace
+	// could not reach. --bridge none, no iptables, no ip forwarding: it touches no network.
+	args := []string{"--mount", "--propagation", "private", "--", "dockerd",
 		"--host", d.host(),
 		"--data-root", filepath.Join(d.dir, "data"),
 		"--exec-root", filepath.Join(d.dir, "exec"),
@@ -150,7 +153,12 @@ func (d *daemon) start() error {
 // logTail is the end of dockerd's log, for errors.
 func (d *daemon) logTail() string {
 	b, _ := os.ReadFile(d.log.Name())
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if !strings.Contains(l, "module=grpc") {
+			lines = append(lines, l)
+		}
+	}
 	if len(lines) > 8 {
 		lines = lines[len(lines)-8:]
 	}
@@ -182,9 +190,11 @@ func (d *daemon) alive() bool {
 	}
 }
 
-// kill SIGKILLs dockerd and waits until it is gone; its managed containerd dies with it
-// (dockerd starts it with a parent-death signal), the shims of running containers stay.
+// kill SIGKILLs dockerd and waits until it is gone, and its managed containerd too: dockerd
+// starts it with a parent-death signal, and a restarted dockerd that still finds it alive
+// waits for it instead of starting its own. The shims of running containers stay.
 func (d *daemon) kill() error {
+	containerd := d.containerdPid()
 	if err := d.signal(syscall.SIGKILL); err != nil {
 		return err
 	}
@@ -193,9 +203,56 @@ func (d *daemon) kill() error {
 	case <-time.After(30 * time.Second):
 		return errors.New("dockerd did not die within 30s of SIGKILL")
 	}
-	// Should the managed containerd outlive it, it is ours: end it before a restart.
-	d.endProcesses(func(cmdline string) bool { return strings.HasPrefix(cmdline, "containerd ") })
+	if containerd > 0 {
+		_ = syscall.Kill(containerd, syscall.SIGKILL)
+		// Not a child of the suite: its end is seen in /proc, a moment after the signal.
+		deadline := time.Now().Add(30 * time.Second)
+		for processExists(containerd) {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("the private containerd (pid %d, alive: %v) was not reaped within 30s of dockerd's death", containerd, processAlive(containerd))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	return nil
+}
+
+// containerdPid is the pid of the daemon's managed containerd, 0 when it has none; only a
+// process whose command line names the daemon's folder counts.
+func (d *daemon) containerdPid() int {
+	b, err := os.ReadFile(filepath.Join(d.dir, "exec", "containerd", "containerd.pid"))
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || !strings.Contains(string(cmdline), d.dir+"/") {
+		return 0
+	}
+	return pid
+}
+
+// processExists reports whether pid is still in the process table, a zombie included: a
+// restarted dockerd takes a zombie containerd for a live one.
+func processExists(pid int) bool {
+	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+	return err == nil
+}
+
+// processAlive reports whether pid runs (a zombie does not).
+func processAlive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z'
+	}
+	return true
 }
 
 // restart starts dockerd again after kill, on the same folders.
@@ -255,6 +312,7 @@ func (d *daemon) remove() error {
 	}
 	d.stop()
 	d.endProcesses(func(string) bool { return true })
+	d.endContainers()
 	if d.log != nil {
 		d.log.Close()
 	}
@@ -269,6 +327,37 @@ func (d *daemon) remove() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// endContainers SIGKILLs the processes left in the cgroup parent (containers whose shim
+// is gone, a runc init that never started) and waits, ten seconds at most, until it is empty.
+func (d *daemon) endContainers() {
+	root := filepath.Join("/sys/fs/cgroup", d.cgroup)
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err != nil {
+		root = filepath.Join("/sys/fs/cgroup/memory", d.cgroup)
+	}
+	procs := func() []int {
+		var pids []int
+		_ = filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
+			if err == nil && e.Name() == "cgroup.procs" {
+				b, _ := os.ReadFile(p)
+				for _, f := range strings.Fields(string(b)) {
+					if pid, err := strconv.Atoi(f); err == nil {
+						pids = append(pids, pid)
+					}
+				}
+			}
+			return nil
+		})
+		return pids
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for pids := procs(); len(pids) > 0 && time.Now().Before(deadline); pids = procs() {
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(20 * time.Millisecond) // teardown: the kernel reaps them in a moment
+	}
 }
 
 // cgroupRoots are the hierarchies the cgroup parent may have a folder in.

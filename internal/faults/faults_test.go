@@ -248,6 +248,7 @@ func TestDaemonKilled(t *testing.T) {
 				t.Errorf("run %d: %s after %s (daemon named: %v), want exit 2 naming the daemon within %s; stderr: %s", i, p.end(), p.elapsed.Round(100*time.Millisecond), named, faultTimeout+grace, p.output())
 			}
 			if err := d.restart(); err != nil {
+				r.observe("%s%s, the daemon did not restart", p.end(), unnamed(named))
 				t.Fatalf("restarting the private dockerd: %v", err)
 			}
 			next := doctor(t, dir, checkArgs(time.Minute)...)
@@ -284,6 +285,7 @@ func TestDaemonKilled(t *testing.T) {
 				t.Errorf("run %d: %s %s after the daemon died (daemon named: %v), want exit 2 naming the daemon within %s; stderr: %s", i, p.end(), after.Round(100*time.Millisecond), named, grace, p.output())
 			}
 			if err := d.restart(); err != nil {
+				r.observe("%s%s, the daemon did not restart", p.end(), unnamed(named))
 				t.Fatalf("restarting the private dockerd: %v", err)
 			}
 			// The workload died with the daemon (no live restore): it is started again, the
