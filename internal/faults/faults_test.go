@@ -320,7 +320,7 @@ func TestDaemonHung(t *testing.T) {
 		if err := d.signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
-		p.wait(faultTimeout + grace + 20*time.Second)
+		p.wait(faultTimeout + grace + 10*time.Second)
 		if err := d.signal(syscall.SIGCONT); err != nil {
 			t.Fatal(err)
 		}

@@ -307,13 +307,7 @@ func (d *daemon) leftovers(ctx context.Context) (leftovers, error) {
 		return l, fmt.Errorf("listing images: %w", err)
 	}
 	for _, img := range imgs.Items {
-		tagged := false
-		for _, tag := range img.RepoTags {
-			if tag != "<none>:<none>" {
-				tagged = true
-			}
-		}
-		if !tagged {
+		if !tagged(img.RepoTags) {
 			l.untagged++
 		}
 	}
@@ -321,8 +315,8 @@ func (d *daemon) leftovers(ctx context.Context) (leftovers, error) {
 	return l, nil
 }
 
-// wipe removes every container and volume of the private daemon, and with images every
-// image but the suite's own workload image, so that each run starts clean.
+// wipe removes every container, volume and untagged image of the private daemon, and with
+// images every image but the suite's own workload image, so that each run starts clean.
 func (d *daemon) wipe(ctx context.Context, images bool) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -345,21 +339,30 @@ func (d *daemon) wipe(ctx context.Context, images bool) error {
 			errs = append(errs, fmt.Errorf("removing volume %s: %w", v.Name, err))
 		}
 	}
-	if images {
-		imgs, err := d.api.ImageList(ctx, client.ImageListOptions{All: true})
-		if err != nil {
-			return fmt.Errorf("listing images: %w", err)
+	imgs, err := d.api.ImageList(ctx, client.ImageListOptions{All: true})
+	if err != nil {
+		return fmt.Errorf("listing images: %w", err)
+	}
+	for _, img := range imgs.Items {
+		// Untagged images were counted as leftovers already; the cache goes only when cold.
+		if slicesHas(img.RepoTags, workloadImage) || (!images && tagged(img.RepoTags)) {
+			continue
 		}
-		for _, img := range imgs.Items {
-			if slicesHas(img.RepoTags, workloadImage) {
-				continue
-			}
-			if _, err := d.api.ImageRemove(ctx, img.ID, client.ImageRemoveOptions{Force: true, PruneChildren: true}); err != nil && !isGone(err) {
-				errs = append(errs, fmt.Errorf("removing image %.19s: %w", img.ID, err))
-			}
+		if _, err := d.api.ImageRemove(ctx, img.ID, client.ImageRemoveOptions{Force: true, PruneChildren: true}); err != nil && !isGone(err) {
+			errs = append(errs, fmt.Errorf("removing image %.19s: %w", img.ID, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// tagged reports whether an image has a tag.
+func tagged(tags []string) bool {
+	for _, tag := range tags {
+		if tag != "<none>:<none>" {
+			return true
+		}
+	}
+	return false
 }
 
 func isGone(err error) bool {
