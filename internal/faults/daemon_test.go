@@ -23,7 +23,7 @@ import (
 
 // memoryLimit caps the memory cgroup every container of the private daemon runs under (its
 // --cgroup-parent): whatever a probe writes, the host keeps the rest.
-const memoryLimit int64 = 4 << 30
+const memoryLimit int64 = 3 << 30
 
 // daemon is the suite's private dockerd: its own socket, data root, exec root, pidfile,
 // config file (holding {}), managed containerd (state under the exec root, its own

@@ -124,6 +124,9 @@ type row struct {
 	observed        []string
 	left            leftovers
 	longest         time.Duration // the longest a doctor took, for the rows that bound it
+	figure          float64       // a row's own figure (the worst run's), shown with figureFormat
+	figureFormat    string
+	figureSet       bool
 	failed          bool
 }
 
@@ -153,26 +156,43 @@ func (r *row) observe(format string, args ...any) {
 	matrixMu.Unlock()
 }
 
-// printMatrix prints every row: identical observations are counted, not repeated.
+// printMatrix prints a summary table, then every row in full: identical observations are
+// counted, not repeated.
 func printMatrix(w io.Writer) {
 	matrixMu.Lock()
 	defer matrixMu.Unlock()
-	fmt.Fprintf(w, "\nfault matrix: %d run(s) per fault, --probe-timeout bound plus %s grace, containers under a %s memory cgroup\n\n", runs, grace, analyze.FormatSize(memoryLimit))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "RESULT\tFAULT\tEXPECTED\tOBSERVED\tLEFTOVERS AFTER ALL RUNS")
+	pass := 0
 	for _, r := range matrix {
-		result := "PASS"
-		if r.failed {
-			result = "FAIL"
+		if !r.failed {
+			pass++
 		}
+	}
+	fmt.Fprintf(w, "\nfault matrix: %d of %d faults pass; %d run(s) per fault; bounds are --probe-timeout plus a %s grace; probe containers run under a %s memory cgroup\n\n",
+		pass, len(matrix), runs, grace, analyze.FormatSize(memoryLimit))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "RESULT\tFAULT\tLEFTOVERS AFTER %d RUN(S)\n", runs)
+	for _, r := range matrix {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.result(), r.fault, r.left)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	for _, r := range matrix {
 		obs := summarize(r.observed)
 		if r.longest > 0 {
 			obs += fmt.Sprintf(" (longest %s)", r.longest.Round(100*time.Millisecond))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", result, r.fault, r.expected, obs, r.left)
+		if r.figureSet {
+			obs += " (" + fmt.Sprintf(r.figureFormat, r.figure) + ")"
+		}
+		fmt.Fprintf(w, "%s %s\n  expected:  %s\n  observed:  %s\n  leftovers: %s\n\n", r.result(), r.fault, r.expected, obs, r.left)
 	}
-	tw.Flush()
-	fmt.Fprintln(w)
+}
+
+func (r *row) result() string {
+	if r.failed {
+		return "FAIL"
+	}
+	return "PASS"
 }
 
 // summarize joins observations, counting repeats, in the order first seen.
