@@ -406,17 +406,17 @@ func TestCleanRace(t *testing.T) {
 		for j, p := range doctors {
 			ends = append(ends, p.end())
 			out := p.stdout.String() + p.stderr.String()
-			if strings.Contains(out, "SHM205") || strings.Contains(out, "No such image") {
-				bad = append(bad, fmt.Sprintf("doctor %d reported SHM205/No such image", j+1))
-			}
-			if p.code != 0 && p.code != 1 {
+			switch {
+			case strings.Contains(out, "SHM205") || strings.Contains(out, "No such image"):
+				bad = append(bad, fmt.Sprintf("doctor %d lost its image (SHM205/No such image), %s: %s", j+1, p.end(), p.output()))
+			case p.code != 0 && p.code != 1:
 				bad = append(bad, fmt.Sprintf("doctor %d: %s: %s", j+1, p.end(), p.output()))
 			}
 		}
 		l := count(t, r)
 		obs := "runs " + strings.Join(ends, ", ")
 		if len(bad) > 0 {
-			obs += ", " + strconv.Itoa(len(bad)) + " false failure(s)"
+			obs += ", " + strconv.Itoa(len(bad)) + " run(s) failed falsely"
 		}
 		r.observe("%s%s", obs, leftNote(l))
 		t.Logf("run %d: %d clean(s) raced the doctors", i, nClean)
