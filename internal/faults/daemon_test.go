@@ -302,6 +302,9 @@ func (d *daemon) endProcesses(pick func(cmdline string) bool) {
 // remove stops the daemon, ends what it left running, removes its cgroups and its folder.
 func (d *daemon) remove() error {
 	var errs []error
+	if d.alive() {
+		_ = d.signal(syscall.SIGCONT) // a fault may have left it stopped
+	}
 	if d.api != nil && d.alive() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		if err := d.wipe(ctx, true); err != nil {

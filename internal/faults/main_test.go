@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -99,7 +100,19 @@ func mainCode(m *testing.M) int {
 		}
 		return 1
 	}
+	// Ctrl-C of make faults: the private daemon goes with the suite, not later.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		fmt.Fprintln(os.Stderr, "faults: interrupted: removing the private dockerd")
+		if err := d.remove(); err != nil {
+			fmt.Fprintln(os.Stderr, "faults: removing the private dockerd:", err)
+		}
+		os.Exit(130)
+	}()
 	code := m.Run()
+	signal.Stop(sigs)
 	printMatrix(os.Stdout)
 	if path := os.Getenv("FAULTS_MATRIX"); path != "" {
 		var b bytes.Buffer
