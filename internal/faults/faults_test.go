@@ -345,17 +345,23 @@ func TestDaemonHung(t *testing.T) {
 	}
 }
 
+// cleaners is how many `probe --clean` loops race the doctors.
+const cleaners = 3
+
 // TestCleanRace: `probe --clean` run back to back, and again at every image event, while
-// two doctors start on a cold cache: no run may lose its image to it (a false SHM205 "No
+// three doctors start on a cold cache: no run may lose its image to it (a false SHM205 "No
 // such image"), and nothing is left.
 func TestCleanRace(t *testing.T) {
 	dir := stack(t, "small", smallStack)
-	r := newRow(t, "probe --clean racing 2 live runs", "no SHM205 \"No such image\", runs exit 0 or 1, nothing left")
+	r := newRow(t, "probe --clean racing 3 live runs", "no SHM205 \"No such image\", runs exit 0 or 1, nothing left")
 	for i := 1; i <= runs; i++ {
 		clean(t, true)
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		imageEvents := d.subscribe(ctx, "type", "image")
-		doctors := []*proc{doctor(t, dir, checkArgs(time.Minute)...), doctor(t, dir, checkArgs(time.Minute)...)}
+		var doctors []*proc
+		for range 3 {
+			doctors = append(doctors, doctor(t, dir, checkArgs(time.Minute)...))
+		}
 		allDone := make(chan struct{})
 		go func() {
 			for _, p := range doctors {
@@ -373,18 +379,22 @@ func TestCleanRace(t *testing.T) {
 			nClean++
 			mu.Unlock()
 		}
-		cleans.Add(2)
-		go func() { // back to back
-			defer cleans.Done()
-			for {
-				select {
-				case <-allDone:
-					return
-				default:
-					cleanOnce()
+		// Three cleaners back to back, so that one is always between its listing and its
+		// removals, and one more at each image event.
+		cleans.Add(cleaners + 1)
+		for range cleaners {
+			go func() {
+				defer cleans.Done()
+				for {
+					select {
+					case <-allDone:
+						return
+					default:
+						cleanOnce()
+					}
 				}
-			}
-		}()
+			}()
+		}
 		go func() { // at once when an image is imported or tagged
 			defer cleans.Done()
 			for {
