@@ -10,7 +10,7 @@ LDFLAGS  := -s -w -X main.buildVersion=$(VERSION) -X main.buildCommit=$(COMMIT) 
 RELEASE_TARGETS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 AGENT_TARGETS   ?= linux/amd64 linux/arm64
 
-.PHONY: build demo test fuzz bench vet install install-plugin clean docs release image
+.PHONY: build demo test faults fuzz bench vet install install-plugin clean docs release image
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/shmdoctor
@@ -37,6 +37,12 @@ vet:
 test: vet
 	$(GO) test -count=1 ./...
 	$(MAKE) fuzz
+
+# The fault suite (root, Linux): the built binary against a private dockerd the suite starts
+# and stops itself; it prints the fault matrix. FAULTS_N runs per fault.
+FAULTS_N ?= 3
+faults: build
+	FAULTS_N=$(FAULTS_N) SHMDOCTOR_BIN=$(abspath $(BIN)) $(GO) test -tags faults -count=1 -timeout 15m -v ./internal/faults
 
 # A short run of every fuzz target; go test -fuzz takes one target per run.
 fuzz:
