@@ -72,6 +72,10 @@ const (
 	// within Options.Timeout plus CleanupGrace, even when the daemon stops answering.
 	CleanupGrace = 10 * time.Second
 
+	// exitReserve is the part of CleanupGrace kept for what follows cleanup: the report is
+	// written and the doctor exits within the grace, not just its last removal.
+	exitReserve = time.Second
+
 	// removeTimeout bounds one removal or listing during cleanup, which runs on a context
 	// that survives Ctrl-C and the run's timeout (but not the end of its CleanupGrace).
 	removeTimeout = 20 * time.Second
@@ -244,11 +248,11 @@ func (r *runner) cleanupContext() (context.Context, context.CancelFunc) {
 func start(parent context.Context, c Client, o Options) (*runner, error) {
 	ctx, cancel := context.WithTimeout(parent, o.Timeout)
 	r := &runner{c: c, o: o, runID: newRunID(), parent: parent, ctx: ctx, cancel: cancel,
-		sem: make(chan struct{}, o.Parallel), created: map[string]bool{}, hard: time.Now().Add(o.Timeout + CleanupGrace)}
+		sem: make(chan struct{}, o.Parallel), created: map[string]bool{}, hard: time.Now().Add(o.Timeout + CleanupGrace - exitReserve)}
 	stopHard := context.AfterFunc(parent, func() {
 		// Interrupted: the grace counts from now.
 		r.mu.Lock()
-		if t := time.Now().Add(CleanupGrace); t.Before(r.hard) {
+		if t := time.Now().Add(CleanupGrace - exitReserve); t.Before(r.hard) {
 			r.hard = t
 		}
 		r.mu.Unlock()

@@ -37,12 +37,12 @@ func probeAll(ctx context.Context, f *checkFlags, rep *report.Report, cfg analyz
 	if len(plans) == 0 {
 		return nil
 	}
+	// One --probe-timeout for the whole probe: the daemon's first answer and every project.
+	deadline := time.Now().Add(cmp.Or(max(f.probeWait, 0), probe.DefaultTimeout))
 	c, closeClient, err := probe.NewClient(ctx)
 	if err == nil {
 		defer closeClient()
-		// Bounded by --probe-timeout: a daemon that does not answer is given no longer
-		// than the probe itself.
-		pctx, cancel := context.WithTimeout(ctx, cmp.Or(max(f.probeWait, 0), probe.DefaultTimeout))
+		pctx, cancel := context.WithDeadline(ctx, deadline)
 		err = probe.Ping(pctx, c)
 		cancel()
 	}
@@ -57,7 +57,11 @@ func probeAll(ctx context.Context, f *checkFlags, rep *report.Report, cfg analyz
 		if len(plans[rp]) == 0 {
 			continue
 		}
-		opts := probe.Options{Project: rp.Name, WriteProbe: f.write, Timeout: f.probeWait}
+		left := time.Until(deadline)
+		if left <= 0 {
+			left = time.Nanosecond // the run reports the timeout for this project's services
+		}
+		opts := probe.Options{Project: rp.Name, WriteProbe: f.write, Timeout: left}
 		stopProgress := showProgress(f, &opts, rp, plans[rp], stderr)
 		ms, err := probe.Run(ctx, c, plans[rp], opts)
 		stopProgress()
