@@ -34,6 +34,7 @@ type daemon struct {
 	sock   string
 	cgroup string // absolute cgroup parent, /shmdoctor-faults-XXXX
 	ns     string // containerd namespace
+	netns  string // network namespace (ip netns), kept across restarts
 	api    *client.Client
 
 	mu     sync.Mutex
@@ -51,6 +52,17 @@ func newDaemon() (*daemon, error) {
 	}
 	suffix := strings.ToLower(strings.TrimPrefix(filepath.Base(dir), "shmdf-"))
 	d := &daemon{dir: dir, sock: filepath.Join(dir, "docker.sock"), cgroup: "/shmdoctor-faults-" + suffix, ns: "shmdoctor-faults-" + suffix}
+	// Its own network namespace, one for the suite: dockerd started with --bridge none
+	// deletes any interface named docker0 it sees, the machine engine's bridge included.
+	// The same namespace across restarts, because the shims of containers that outlive a
+	// killed dockerd listen on abstract sockets, which belong to a network namespace.
+	if out, err := exec.Command("ip", "netns", "add", "shmdf-"+suffix).CombinedOutput(); err != nil {
+		return d, fmt.Errorf("creating a network namespace: %v: %s", err, out)
+	}
+	d.netns = "shmdf-" + suffix
+	if out, err := exec.Command("ip", "-n", d.netns, "link", "set", "lo", "up").CombinedOutput(); err != nil {
+		return d, fmt.Errorf("bringing up lo in the network namespace: %v: %s", err, out)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "daemon.json"), []byte("{}\n"), 0o644); err != nil {
 		return d, err
 	}
@@ -94,10 +106,9 @@ func (d *daemon) host() string { return "unix://" + d.sock }
 func (d *daemon) start() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	// No network namespace of its own: the shims of containers that outlive a killed
-	// dockerd listen on abstract sockets, which a restarted one in another network namespace
-	// could not reach. --bridge none, no iptables, no ip forwarding: it touches no network.
-	args := []string{"--mount", "--propagation", "private", "--", "dockerd",
+	// In the suite's network namespace, with its own mount namespace; --bridge none, no
+	// iptables, no ip forwarding.
+	args := []string{"--net=/run/netns/" + d.netns, "--", "unshare", "--mount", "--propagation", "private", "--", "dockerd",
 		"--host", d.host(),
 		"--data-root", filepath.Join(d.dir, "data"),
 		"--exec-root", filepath.Join(d.dir, "exec"),
@@ -109,7 +120,7 @@ func (d *daemon) start() error {
 		"--storage-driver", "vfs",
 		"--bridge", "none", "--iptables=false", "--ip-masq=false", "--ip-forward=false",
 	}
-	cmd := exec.Command("unshare", args...)
+	cmd := exec.Command("nsenter", args...)
 	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 	// Its own process group, so that a Ctrl-C of make reaches the suite, which stops it; and
 	// a SIGTERM if the suite dies first.
@@ -165,7 +176,7 @@ func (d *daemon) logTail() string {
 	return strings.Join(lines, "\n")
 }
 
-// signal sends sig to dockerd (unshare executes it in place: same process).
+// signal sends sig to dockerd (nsenter and unshare execute it in place: same process).
 func (d *daemon) signal(sig syscall.Signal) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -322,6 +333,11 @@ func (d *daemon) remove() error {
 	for _, root := range cgroupRoots() {
 		if err := removeCgroup(filepath.Join(root, d.cgroup)); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	if d.netns != "" {
+		if out, err := exec.Command("ip", "netns", "delete", d.netns).CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("removing the network namespace %s: %v: %s", d.netns, err, out))
 		}
 	}
 	if d.dir != "" {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -81,13 +82,16 @@ func mainCode(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "faults: the doctor to test is missing (make build): %v\n", err)
 		return 1
 	}
-	for _, tool := range []string{"unshare", "dockerd", "containerd", "runc"} {
+	for _, tool := range []string{"unshare", "nsenter", "ip", "dockerd", "containerd", "runc"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			fmt.Fprintf(os.Stderr, "faults: %s is needed (apt-get install util-linux docker.io): %v\n", tool, err)
+			fmt.Fprintf(os.Stderr, "faults: %s is needed (apt-get install util-linux iproute2 docker.io): %v\n", tool, err)
 			return 1
 		}
 	}
 	shmBefore = shmNames()
+	// The machine's engine must not notice the suite: its bridge is the first thing a
+	// private dockerd in the host's network namespace would take away.
+	_, bridgeErr := net.InterfaceByName("docker0")
 
 	var err error
 	d, err = newDaemon()
@@ -124,6 +128,10 @@ func mainCode(m *testing.M) int {
 	}
 	if err := d.remove(); err != nil {
 		fmt.Fprintln(os.Stderr, "faults: removing the private dockerd:", err)
+		code = 1
+	}
+	if _, err := net.InterfaceByName("docker0"); bridgeErr == nil && err != nil {
+		fmt.Fprintln(os.Stderr, "faults: the machine's docker0 bridge is gone:", err)
 		code = 1
 	}
 	return code
