@@ -76,6 +76,10 @@ type shape struct {
 // anchorEvery is how many services share one anchor in the merge shape.
 const anchorEvery = 8
 
+// envPerService is how many variables each service of the merge shape sets: enough that
+// 8 MiB hold fewer services than the doctor accepts in one mapping.
+const envPerService = 40
+
 // depth is how deep the lists of the lists shape nest.
 const depth = 12
 
@@ -88,7 +92,8 @@ var kinds = map[string]shape{
 		},
 	},
 	// Many anchors and merge keys: every group of services has a base service with an
-	// anchor, which the others of the group merge, and a command list they alias. Each
+	// anchor, which the others of the group merge, and a command list they alias; each
+	// service sets envPerService variables. Each
 	// anchor has few uses: docker compose's loader compares every use of one anchor with
 	// every other, so a file that used one anchor in every service would not be linear.
 	"merge": {
@@ -98,7 +103,11 @@ var kinds = map[string]shape{
 			if i%anchorEvery == 0 {
 				return fmt.Sprintf("  base-%06d: &b%d\n    image: busybox:1.36\n    shm_size: %dm\n    ipc: private\n    command: &c%d [sleep, \"%d\"]\n", i, g, 64+i%64, g, i)
 			}
-			return fmt.Sprintf("  svc-%06d:\n    <<: [*b%d]\n    command: *c%d\n    environment:\n      N: \"%d\"\n", i, g, g, i)
+			s := fmt.Sprintf("  svc-%06d:\n    <<: [*b%d]\n    command: *c%d\n    environment:\n", i, g, g)
+			for e := range envPerService {
+				s += fmt.Sprintf("      VAR_%02d: \"%d-%d\"\n", e, i, e)
+			}
+			return s
 		},
 	},
 	// One service with one huge mapping of labels.
