@@ -126,9 +126,9 @@ func (ix *Index) add(path string, content []byte) error {
 				ix.docs[path] = docs
 				return &LoadError{Pos: Pos{File: ix.display(path), Line: dup.Line, Column: dup.Column}, Msg: fmt.Sprintf("invalid YAML: mapping key %q already defined at line %d", dup.Value, first.Line)}
 			}
-			if n := expandedSize(doc.Content[0], map[*yaml.Node]int64{}); n > maxExpandedNodes {
+			if lim := expansionLimit(doc.Content[0]); expandedSize(doc.Content[0], map[*yaml.Node]int64{}, lim) > lim {
 				ix.docs[path] = docs
-				return &LoadError{Pos: ix.pos(path, firstAlias(doc.Content[0])), Msg: fmt.Sprintf("YAML aliases expand to more than %d nodes: refusing an alias bomb", maxExpandedNodes)}
+				return &LoadError{Pos: ix.pos(path, firstAlias(doc.Content[0])), Msg: fmt.Sprintf("YAML aliases expand to more than %d nodes: refusing an alias bomb", lim)}
 			}
 			if at, msg := quadratic(doc.Content[0]); at != nil {
 				ix.docs[path] = docs
@@ -601,22 +601,38 @@ func scalars(n *yaml.Node, key string, fn func(key string, v *yaml.Node)) {
 }
 
 // maxExpandedNodes bounds a document's size once its aliases are expanded, which is what
-// compose-go's decoder does; real stacks stay in the thousands.
+// compose-go's decoder does; real stacks stay in the thousands. A large document without
+// aliases may have more nodes than that as written: expansion is bounded to four times the
+// nodes written, or maxExpandedNodes, whichever is more.
 const maxExpandedNodes = 1_000_000
 
+// expansionLimit is the bound on n's size with aliases expanded.
+func expansionLimit(n *yaml.Node) int64 {
+	return max(maxExpandedNodes, 4*writtenNodes(n))
+}
+
+// writtenNodes counts the nodes of n as written, aliases not followed.
+func writtenNodes(n *yaml.Node) int64 {
+	size := int64(1)
+	for _, c := range n.Content {
+		size += writtenNodes(c)
+	}
+	return size
+}
+
 // expandedSize counts the nodes of n with aliases expanded, memoised per node so that an
-// alias bomb is measured in linear time; it stops counting past the bound.
-func expandedSize(n *yaml.Node, memo map[*yaml.Node]int64) int64 {
+// alias bomb is measured in linear time; it stops counting past limit.
+func expandedSize(n *yaml.Node, memo map[*yaml.Node]int64, limit int64) int64 {
 	if v, ok := memo[n]; ok {
 		return v
 	}
-	memo[n] = maxExpandedNodes + 1 // an alias cycle counts as too big
+	memo[n] = limit + 1 // an alias cycle counts as too big
 	size := int64(1)
 	if n.Kind == yaml.AliasNode && n.Alias != nil {
-		size = expandedSize(n.Alias, memo)
+		size = expandedSize(n.Alias, memo, limit)
 	}
 	for _, c := range n.Content {
-		if size += expandedSize(c, memo); size > maxExpandedNodes {
+		if size += expandedSize(c, memo, limit); size > limit {
 			break
 		}
 	}

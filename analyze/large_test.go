@@ -116,3 +116,25 @@ func TestLargeRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestManyNodesNoAlias: a valid file of more than a million nodes, and no alias, is no alias
+// bomb. The bound on expansion is four times the nodes written, or a million; the doctor's
+// index is what refused it, so the index alone is built (compose-go would take a minute).
+func TestManyNodesNoAlias(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("services:\n  a:\n    image: busybox\nx-list: [")
+	for range 1_100_000 {
+		b.WriteString("1,")
+	}
+	b.WriteString("1]\n")
+	ix := newIndex(t.TempDir(), nil)
+	if err := ix.add(filepath.Join(t.TempDir(), "compose.yaml"), []byte(b.String())); err != nil {
+		t.Fatalf("a file of 1,100,000 values without aliases: %v", err)
+	}
+	// Aliases that expand past four times what is written still are a bomb.
+	bomb := "x-a: &a [" + strings.Repeat("1,", 999) + "1]\nx-b: [" + strings.Repeat("*a,", 1_199) + "*a]\n"
+	err := ix.add(filepath.Join(t.TempDir(), "compose.yaml"), []byte(bomb))
+	if err == nil || !strings.Contains(err.Error(), "alias bomb") || !strings.Contains(err.Error(), ":2:") {
+		t.Fatalf("want an alias bomb at line 2, got %v", err)
+	}
+}

@@ -23,7 +23,7 @@ const (
 
 // quadratic returns the node to report and a message when loading root would cost more
 // than a bound allows; nil when it is within them. root has passed expandedSize, so its
-// aliases expand to at most maxExpandedNodes nodes.
+// aliases expand to a bounded number of nodes.
 func quadratic(root *yaml.Node) (*yaml.Node, string) {
 	type cost struct {
 		pairs   int64      // Σ keys² of its mappings, aliases expanded
