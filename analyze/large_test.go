@@ -75,6 +75,14 @@ func TestLargeRefused(t *testing.T) {
 	for i := range 12_000 {
 		fmt.Fprintf(&mapping, "      k%d: v\n", i)
 	}
+	var mappings strings.Builder
+	mappings.WriteString("services:\n")
+	for s := range 60 {
+		fmt.Fprintf(&mappings, "  s%d:\n    image: busybox\n    labels:\n", s)
+		for i := range 2_000 {
+			fmt.Fprintf(&mappings, "      k%d: v\n", i)
+		}
+	}
 	var anchor strings.Builder
 	anchor.WriteString("x-base: &base\n  image: busybox\nservices:\n")
 	for i := range 4_100 {
@@ -95,6 +103,7 @@ func TestLargeRefused(t *testing.T) {
 		msg           string
 	}{
 		{"one huge mapping", mapping.String(), 5, "12000 keys in one mapping: refusing the file"},
+		{"many large mappings", mappings.String(), 5, "mappings whose keys need 119941830 comparisons to load, 2000 keys in the largest: refusing the file"},
 		{"one anchor used everywhere", anchor.String(), 1, "anchor &base is used 4100 times: refusing the file"},
 		{"many reset tags", reset.String(), 4, "50 !reset or !override tags in a file of"},
 	}

@@ -14,9 +14,11 @@ import (
 // doctor's own tree, aliases expanded, and refuses a file past any bound at the construct
 // that costs most, rather than load it for minutes. The bounds let through a mapping of
 // 10,000 keys, an anchor used 4,000 times, and a file of 100,000 values with 40 reset
-// tags: real stacks stay far below.
+// tags: real stacks stay far below. The keys of all mappings together may cost twice what
+// the largest mapping allowed does.
 const (
-	maxKeyPairs    = 10_000 * 10_000
+	maxMappingKeys = 10_000
+	maxKeyPairs    = maxMappingKeys * maxMappingKeys // twice what the largest mapping costs
 	maxAnchorPairs = 4_000 * 4_000
 	maxResetWork   = 100_000 * 40
 )
@@ -26,7 +28,7 @@ const (
 // aliases expand to a bounded number of nodes.
 func quadratic(root *yaml.Node) (*yaml.Node, string) {
 	type cost struct {
-		pairs   int64      // Σ keys² of its mappings, aliases expanded
+		pairs   int64      // pairs of keys in its mappings, aliases expanded
 		resets  int64      // !reset and !override tags, aliases expanded
 		nodes   int64      // nodes, aliases expanded
 		biggest *yaml.Node // its mapping with the most keys
@@ -52,7 +54,7 @@ func quadratic(root *yaml.Node) (*yaml.Node, string) {
 		}
 		if n.Kind == yaml.MappingNode {
 			k := int64(len(n.Content) / 2)
-			c.pairs, c.biggest = k*k, n
+			c.pairs, c.biggest = k*(k-1)/2, n
 		}
 		for _, ch := range n.Content {
 			parent[ch] = n
@@ -67,9 +69,14 @@ func quadratic(root *yaml.Node) (*yaml.Node, string) {
 		return c
 	}
 	total := walk(root)
+	if total.biggest == nil {
+		return nil, ""
+	}
+	if k := len(total.biggest.Content) / 2; k > maxMappingKeys {
+		return total.biggest, fmt.Sprintf("%d keys in one mapping: refusing the file, docker compose's YAML decoder compares every key of a mapping with every other (at most %d keys in one mapping)", k, maxMappingKeys)
+	}
 	if total.pairs > maxKeyPairs {
-		k := len(total.biggest.Content) / 2
-		return total.biggest, fmt.Sprintf("%d keys in one mapping: refusing the file, docker compose's YAML decoder compares every key of a mapping with every other (at most %d keys in one mapping, or as many comparisons across mappings)", k, isqrt(maxKeyPairs))
+		return total.biggest, fmt.Sprintf("mappings whose keys need %d comparisons to load, %d keys in the largest: refusing the file, docker compose's YAML decoder compares every key of a mapping with every other (at most %d comparisons in a file)", total.pairs, len(total.biggest.Content)/2, int64(maxKeyPairs))
 	}
 	if total.resets > 0 && total.resets*total.nodes > maxResetWork {
 		at := firstReset(root)
