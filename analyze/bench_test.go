@@ -6,9 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/internal/largegen"
 )
 
 // BenchmarkDemo times what one run of the doctor does to the bundled demo stack, less
@@ -68,5 +70,41 @@ func genStack(b *testing.B, n int, dir string) {
 	cmd.Dir = ".."
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("generating a %d-service stack: %v\n%s", n, err, out)
+	}
+}
+
+// BenchmarkLoadLarge times load, resolve and every rule on single compose files of 1, 2, 4
+// and 8 MiB, of each shape internal/largegen writes; ns/byte stays flat when the doctor is
+// linear in its input. A file the doctor refuses (a mapping too large for docker compose's
+// decoder to load in reasonable time) is timed to its refusal and reported as refused=1.
+func BenchmarkLoadLarge(b *testing.B) {
+	for _, kind := range largegen.Kinds {
+		for _, mib := range []int{1, 2, 4, 8} {
+			b.Run(fmt.Sprintf("%s/%dMiB", kind, mib), func(b *testing.B) {
+				path := filepath.Join(b.TempDir(), "compose.yaml")
+				if _, err := largegen.WriteFile(path, kind, mib<<20); err != nil {
+					b.Fatal(err)
+				}
+				ctx := context.Background()
+				opts := analyze.Options{Paths: []string{path}}
+				b.ReportAllocs()
+				b.SetBytes(int64(mib << 20))
+				refused := 0
+				for b.Loop() {
+					refused = 0
+					for _, p := range analyze.Load(ctx, opts) {
+						if len(p.Errors) > 0 {
+							if !strings.Contains(p.Errors[0].Msg, "refusing the file") {
+								b.Fatalf("loading %s: %v", path, p.Errors[0])
+							}
+							refused = 1
+							continue
+						}
+						analyze.Check(p, analyze.Config{})
+					}
+				}
+				b.ReportMetric(float64(refused), "refused")
+			})
+		}
 	}
 }

@@ -111,8 +111,8 @@ func ReadConfigFile(file string) (*ConfigFile, error) {
 	if root.Kind != yaml.MappingNode {
 		return nil, fail(root, "a config file is a mapping of %s", strings.Join(configKeys, ", "))
 	}
-	if n := expandedSize(root, map[*yaml.Node]int64{}); n > maxExpandedNodes {
-		return nil, fail(firstAlias(root), "YAML aliases expand to more than %d nodes: refusing an alias bomb", maxExpandedNodes)
+	if lim := expansionLimit(root); expandedSize(root, map[*yaml.Node]int64{}, lim) > lim {
+		return nil, fail(firstAlias(root), "YAML aliases expand to more than %d nodes: refusing an alias bomb", lim)
 	}
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(root.Content); i += 2 {

@@ -126,9 +126,13 @@ func (ix *Index) add(path string, content []byte) error {
 				ix.docs[path] = docs
 				return &LoadError{Pos: Pos{File: ix.display(path), Line: dup.Line, Column: dup.Column}, Msg: fmt.Sprintf("invalid YAML: mapping key %q already defined at line %d", dup.Value, first.Line)}
 			}
-			if n := expandedSize(doc.Content[0], map[*yaml.Node]int64{}); n > maxExpandedNodes {
+			if lim := expansionLimit(doc.Content[0]); expandedSize(doc.Content[0], map[*yaml.Node]int64{}, lim) > lim {
 				ix.docs[path] = docs
-				return &LoadError{Pos: ix.pos(path, firstAlias(doc.Content[0])), Msg: fmt.Sprintf("YAML aliases expand to more than %d nodes: refusing an alias bomb", maxExpandedNodes)}
+				return &LoadError{Pos: ix.pos(path, firstAlias(doc.Content[0])), Msg: fmt.Sprintf("YAML aliases expand to more than %d nodes: refusing an alias bomb", lim)}
+			}
+			if at, msg := quadratic(doc.Content[0]); at != nil {
+				ix.docs[path] = docs
+				return &LoadError{Pos: ix.pos(path, at), Msg: msg}
 			}
 			docs = append(docs, doc.Content[0])
 		}
@@ -538,17 +542,12 @@ func getKey(m *yaml.Node, name string) (*yaml.Node, *yaml.Node) {
 	if m == nil || m.Kind != yaml.MappingNode {
 		return nil, nil
 	}
-	var merges []*yaml.Node
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		k := m.Content[i]
-		if k.Value == name && k.Tag != "!!merge" {
-			return k, deref(m.Content[i+1])
-		}
-		if k.Tag == "!!merge" || (k.Value == "<<" && k.Style == 0) {
-			merges = append(merges, deref(m.Content[i+1]))
-		}
+	i, merges := mappingKeys(m, name)
+	if i >= 0 {
+		return m.Content[i], deref(m.Content[i+1])
 	}
 	for _, src := range merges {
+		src = deref(src)
 		if src.Kind == yaml.SequenceNode {
 			for _, s := range src.Content {
 				if k, v := getKey(s, name); k != nil {
@@ -602,22 +601,38 @@ func scalars(n *yaml.Node, key string, fn func(key string, v *yaml.Node)) {
 }
 
 // maxExpandedNodes bounds a document's size once its aliases are expanded, which is what
-// compose-go's decoder does; real stacks stay in the thousands.
+// compose-go's decoder does; real stacks stay in the thousands. A large document without
+// aliases may have more nodes than that as written: expansion is bounded to four times the
+// nodes written, or maxExpandedNodes, whichever is more.
 const maxExpandedNodes = 1_000_000
 
+// expansionLimit is the bound on n's size with aliases expanded.
+func expansionLimit(n *yaml.Node) int64 {
+	return max(maxExpandedNodes, 4*writtenNodes(n))
+}
+
+// writtenNodes counts the nodes of n as written, aliases not followed.
+func writtenNodes(n *yaml.Node) int64 {
+	size := int64(1)
+	for _, c := range n.Content {
+		size += writtenNodes(c)
+	}
+	return size
+}
+
 // expandedSize counts the nodes of n with aliases expanded, memoised per node so that an
-// alias bomb is measured in linear time; it stops counting past the bound.
-func expandedSize(n *yaml.Node, memo map[*yaml.Node]int64) int64 {
+// alias bomb is measured in linear time; it stops counting past limit.
+func expandedSize(n *yaml.Node, memo map[*yaml.Node]int64, limit int64) int64 {
 	if v, ok := memo[n]; ok {
 		return v
 	}
-	memo[n] = maxExpandedNodes + 1 // an alias cycle counts as too big
+	memo[n] = limit + 1 // an alias cycle counts as too big
 	size := int64(1)
 	if n.Kind == yaml.AliasNode && n.Alias != nil {
-		size = expandedSize(n.Alias, memo)
+		size = expandedSize(n.Alias, memo, limit)
 	}
 	for _, c := range n.Content {
-		if size += expandedSize(c, memo); size > maxExpandedNodes {
+		if size += expandedSize(c, memo, limit); size > limit {
 			break
 		}
 	}
@@ -767,14 +782,22 @@ func lineCol(content []byte, off int) (int, int) {
 
 // duplicateKey finds a key written twice in one mapping, which docker compose refuses
 // (yaml.v3's decoder does, into a map) but a yaml.Node accepts: the error is at the second key.
+// Each mapping's keys are checked through a set, in linear time: a mapping of 100,000 keys
+// compared pairwise would cost billions of comparisons.
 func duplicateKey(n *yaml.Node) (dup, first *yaml.Node) {
+	type key struct {
+		kind  yaml.Kind
+		value string
+	}
 	if n.Kind == yaml.MappingNode {
+		keysScanned.Add(int64(len(n.Content) / 2))
+		seen := make(map[key]*yaml.Node, len(n.Content)/2)
 		for i := 0; i < len(n.Content); i += 2 {
-			for j := i + 2; j < len(n.Content); j += 2 {
-				if a, b := n.Content[i], n.Content[j]; a.Kind == b.Kind && a.Value == b.Value {
-					return b, a
-				}
+			k := n.Content[i]
+			if f, ok := seen[key{k.Kind, k.Value}]; ok {
+				return k, f
 			}
+			seen[key{k.Kind, k.Value}] = k
 		}
 	}
 	for _, c := range n.Content {
@@ -846,10 +869,8 @@ func findKey(m *yaml.Node, name string) (key, val *yaml.Node, merged bool) {
 	if m == nil || m.Kind != yaml.MappingNode {
 		return nil, nil, false
 	}
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if k := m.Content[i]; k.Value == name && k.Tag != "!!merge" {
-			return k, m.Content[i+1], false
-		}
+	if i, _ := mappingKeys(m, name); i >= 0 {
+		return m.Content[i], m.Content[i+1], false
 	}
 	if k, v := getKey(m, name); k != nil {
 		return k, v, true

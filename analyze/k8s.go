@@ -245,9 +245,9 @@ func parseManifest(display string, content []byte) ([]*yaml.Node, error) {
 		if len(doc.Content) == 0 {
 			continue
 		}
-		if n := expandedSize(doc.Content[0], map[*yaml.Node]int64{}); n > maxExpandedNodes {
+		if lim := expansionLimit(doc.Content[0]); expandedSize(doc.Content[0], map[*yaml.Node]int64{}, lim) > lim {
 			a := firstAlias(doc.Content[0])
-			return docs, &LoadError{Pos: Pos{File: display, Line: a.Line, Column: a.Column}, Msg: fmt.Sprintf("YAML aliases expand to more than %d nodes: refusing an alias bomb", maxExpandedNodes)}
+			return docs, &LoadError{Pos: Pos{File: display, Line: a.Line, Column: a.Column}, Msg: fmt.Sprintf("YAML aliases expand to more than %d nodes: refusing an alias bomb", lim)}
 		}
 		docs = append(docs, doc.Content[0])
 	}
