@@ -10,7 +10,7 @@ LDFLAGS  := -s -w -X main.buildVersion=$(VERSION) -X main.buildCommit=$(COMMIT) 
 RELEASE_TARGETS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 AGENT_TARGETS   ?= linux/amd64 linux/arm64
 
-.PHONY: build demo test faults fuzz bench vet install install-plugin clean docs release image
+.PHONY: build demo test faults lab fuzz bench vet install install-plugin clean docs release image
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/shmdoctor
@@ -48,6 +48,12 @@ faults: build
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./analyze
 	$(GO) test -run '^$$' -fuzz '^FuzzResolve$$' -fuzztime $(FUZZTIME) ./analyze
+
+# The truth lab: builds its Debian images where missing (mmdebstrap, docker import), runs the
+# real workloads of testdata/lab against the engine, prints the agreement table and writes
+# docs/lab.md; fails when a verdict disagrees with the real outcome.
+lab:
+	$(GO) test -tags lab -count=1 -v -timeout 40m -run '^TestLab$$' ./internal/lab
 
 # docs/rules/*.md are generated from the rule registry; TestRuleDocs fails when they are stale.
 docs:

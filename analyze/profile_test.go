@@ -342,7 +342,7 @@ func TestProfileMinShmValues(t *testing.T) {
 		"pytorch":   1 << 30,
 		"ngc":       1 << 30,
 		"chromium":  2 << 30,
-		"postgres":  128 << 20,
+		"postgres":  256 << 20,
 		"multi-gpu": 1 << 30,
 		// GPU servers that need no more than the default.
 		"ollama": 0, "tei": 0, "milvus": 0, "tensorboard": 0,

@@ -10,9 +10,14 @@ var shm011 = Rule{
 	Doc: Doc{
 		Rationale: "The effective /dev/shm is known (shm_size, a sized tmpfs, or a joined donor's size) and " +
 			"smaller than the workload profile's recommended minimum or the declared need " +
-			"(`x-shmdoctor.need`, `x-shmdoctor.dataloader`, `--need`). PyTorch keeps " +
-			"`num_workers × prefetch_factor` batches in shared memory, plus the batch the training loop " +
-			"holds. Below a declared need this is an error.",
+			"(`x-shmdoctor.need`, `x-shmdoctor.dataloader`, `--need`). A PyTorch DataLoader needs " +
+			"`(num_workers × prefetch_factor + 2.5) × batch` (one batch less with `persistent_workers`): " +
+			"the batches in flight, the batch the training loop holds, half of one being written while the " +
+			"loop holds the one before, and the last batch of an epoch still held while the next epoch's new " +
+			"workers fill their queues. `pin_memory` does not add to it (without CUDA PyTorch turns it off; " +
+			"with CUDA the loop's batch is a pinned copy outside /dev/shm). The truth lab (`make lab`, " +
+			"docs/lab.md) checks it against Debian's PyTorch 1.13: never below the real peak, at most 15% " +
+			"above it. Below a declared need this is an error.",
 		Problematic: "services:\n  trainer:\n    image: pytorch/pytorch\n    shm_size: 256m\n    x-shmdoctor:\n      dataloader: {workers: 8, prefetch_factor: 2, batch_bytes: 128MiB}\n",
 		Correct:     "services:\n  trainer:\n    image: pytorch/pytorch\n    shm_size: 3g\n    x-shmdoctor:\n      dataloader: {workers: 8, prefetch_factor: 2, batch_bytes: 128MiB}\n",
 		Exceptions:  "A profile minimum is a public recommendation, not a measurement: declare the real need with `x-shmdoctor.need` when it is smaller.",

@@ -108,7 +108,7 @@ func TestFixWriteSymlink(t *testing.T) {
 		t.Fatalf("compose.yaml is no longer a symlink: %v", err)
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, "real", "compose.yaml"))
-	if want := "services:\n  web:\n    image: postgres:16\n    shm_size: 128m\n"; string(b) != want {
+	if want := "services:\n  web:\n    image: postgres:16\n    shm_size: 256m\n"; string(b) != want {
 		t.Errorf("real/compose.yaml is %q, want %q", b, want)
 	}
 }
