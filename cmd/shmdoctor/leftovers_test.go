@@ -56,12 +56,13 @@ func TestSIGKILLLeftovers(t *testing.T) {
 	stack := writeStack(t, project, "  donor:\n    image: alpine\n    ipc: shareable\n    shm_size: 1g\n  joiner:\n    image: alpine\n    ipc: service:donor\n")
 	env := append(os.Environ(), "XDG_RUNTIME_DIR="+t.TempDir())
 
+	bin := buildDoctor(t) // before the clock starts
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	f := make(client.Filters).Add("type", "container").Add("event", "start").Add("label", "io.shmdoctor.project="+project)
 	events := c.Events(ctx, client.EventsListOptions{Filters: f})
 
-	cmd := exec.Command(buildDoctor(t), "--probe", "always", "--write-probe", "1g", "--format", "json", stack)
+	cmd := exec.Command(bin, "--probe", "always", "--write-probe", "1g", "--format", "json", stack)
 	cmd.Env = env
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
