@@ -48,7 +48,7 @@ func CodeClimate(w io.Writer, r *Report, _ Options) error {
 		}
 		for _, f := range reported(p.Findings) {
 			out = append(out, ccIssue{
-				Type: "issue", CheckName: f.Rule, Description: f.Rule + " " + f.Message + ". " + f.Remediation, Categories: []string{"Bug Risk"},
+				Type: "issue", CheckName: f.Rule, Description: f.Rule + " " + f.Message + ". " + f.Remediation + reproducedSentence(f), Categories: []string{"Bug Risk"},
 				Fingerprint: fingerprint(f),
 				Severity:    ccSeverities[f.Severity],
 				Location:    ccLocation{Path: filepath.ToSlash(f.File), Lines: ccLines{max(f.Line, 1)}},

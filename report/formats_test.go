@@ -44,6 +44,28 @@ func demoReport(t *testing.T) *Report {
 	return rep
 }
 
+// probedReport is the demo with the measurements a probe of it reports on a real engine
+// (Docker 20.10, cgroup v1): data, so that goldens hold the same numbers on every machine;
+// the engine tests in cmd/shmdoctor run the real probe. The trainer's OOM kill, the
+// evaluator's refused donor and the scraper's ENOSPC reproduce static findings; the
+// gateway's daemon default is what no rule predicted.
+func probedReport(t *testing.T) *Report {
+	t.Helper()
+	rep := demoReport(t)
+	size := func(n int64) *int64 { return &n }
+	ms := map[string]*analyze.Measurement{
+		"trainer":   {Exists: true, MeasuredBytes: size(2 << 30), FreeBytes: size(2 << 30), Write: &analyze.Write{Mode: "write", TargetBytes: 2<<30 + 256<<20, WrittenBytes: 1536 << 20, Outcome: analyze.WriteOOMKilled, GBps: 0.6}},
+		"scraper":   {Exists: true, MeasuredBytes: size(64 << 20), FreeBytes: size(64 << 20), Write: &analyze.Write{Mode: "write", TargetBytes: 2 << 30, WrittenBytes: 64 << 20, Outcome: analyze.WriteENOSPC, GBps: 0.4}},
+		"evaluator": {CreateError: "can't join IPC of container trainer: non-shareable IPC (hint: use IpcMode:shareable for the donor container)"},
+		"gateway":   {Exists: true, MeasuredBytes: size(128 << 20), FreeBytes: size(128 << 20), Write: &analyze.Write{Mode: "write+mmap", TargetBytes: 128 << 20, WrittenBytes: 128 << 20, Outcome: analyze.WriteOK, GBps: 0.4}},
+	}
+	for _, p := range rep.Projects {
+		p.Measurements = ms
+		p.Findings = analyze.WithEvidence(p.Findings, analyze.CheckMeasurements(p.Project, analyze.Config{}, ms), ms)
+	}
+	return rep
+}
+
 // suppressedReport checks the SHM090 fixtures, whose findings are suppressed in every way
 // (comments, x-shmdoctor.ignore, annotations), with a config file entry on top.
 func suppressedReport(t *testing.T) *Report {
@@ -110,6 +132,79 @@ func TestFormatGoldens(t *testing.T) {
 			golden(t, "broken"+c.ext, render(t, c.format, broken))
 		})
 	}
+	probed := probedReport(t)
+	for _, c := range []struct{ format, ext string }{{"text", ".txt"}, {"json", ".json"}, {"sarif", ".sarif"}, {"github", ".github.txt"}, {"codeclimate", ".codeclimate.json"}} {
+		t.Run("probed "+c.format, func(t *testing.T) {
+			golden(t, "demo-probed"+c.ext, render(t, c.format, probed))
+		})
+	}
+}
+
+// TestEvidenceCountsOnce: a problem the static model predicted and the probe reproduced is
+// one finding in every format, with the measurement beside it; the summary, --fail-on and
+// each format count it once.
+func TestEvidenceCountsOnce(t *testing.T) {
+	static, probed := demoReport(t), probedReport(t)
+	s, p := static.Summarize(), probed.Summarize()
+	// SHM010 (a warning) becomes an error once reproduced; SHM201 (gateway) is new.
+	if p.Error != s.Error+1 || p.Warning != s.Warning-1+1 || p.Info != s.Info {
+		t.Errorf("summary static %+v, probed %+v: each reproduced problem must count once", s, p)
+	}
+	n := p.Reported()
+	text := render(t, "text", probed)
+	if got := strings.Count(text, "reproduced: "); got != 3 {
+		t.Errorf("text: %d reproduced lines, want 3:\n%s", got, text)
+	}
+	if got := strings.Count(render(t, "github", probed), "\n"); got != n {
+		t.Errorf("github: %d commands for %d findings", got, n)
+	}
+	var issues []json.RawMessage
+	if err := json.Unmarshal([]byte(render(t, "codeclimate", probed)), &issues); err != nil || len(issues) != n {
+		t.Errorf("codeclimate: %d issues (%v), want %d", len(issues), err, n)
+	}
+	var log struct {
+		Runs []struct {
+			Results []struct {
+				RuleID     string
+				Properties map[string]json.RawMessage
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(render(t, "sarif", probed)), &log); err != nil {
+		t.Fatal(err)
+	}
+	evidence := 0
+	for _, r := range log.Runs[0].Results {
+		if r.RuleID == "SHM202" || r.RuleID == "SHM204" || r.RuleID == "SHM205" {
+			t.Errorf("sarif: %s reported beside the finding it reproduces", r.RuleID)
+		}
+		if _, ok := r.Properties["shmdoctor/evidence"]; ok {
+			evidence++
+		}
+	}
+	if len(log.Runs[0].Results) != n || evidence != 3 {
+		t.Errorf("sarif: %d results (want %d), %d with evidence (want 3)", len(log.Runs[0].Results), n, evidence)
+	}
+	var doc struct {
+		Projects []struct {
+			Findings []struct {
+				Rule     string
+				Evidence *struct{ Rule, Message string }
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(render(t, "json", probed)), &doc); err != nil {
+		t.Fatal(err)
+	}
+	evidence = 0
+	for _, f := range doc.Projects[0].Findings {
+		if f.Evidence != nil && f.Evidence.Message != "" {
+			evidence++
+		}
+	}
+	if len(doc.Projects[0].Findings) != n || evidence != 3 {
+		t.Errorf("json: %d findings (want %d), %d with evidence", len(doc.Projects[0].Findings), n, evidence)
+	}
 }
 
 func TestSARIFValidates(t *testing.T) {
@@ -132,7 +227,7 @@ func TestSARIFValidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, rep := range map[string]*Report{"demo": demoReport(t), "broken": brokenReport(), "empty": {}, "suppressed": suppressedReport(t)} {
+	for name, rep := range map[string]*Report{"demo": demoReport(t), "broken": brokenReport(), "empty": {}, "suppressed": suppressedReport(t), "probed": probedReport(t)} {
 		t.Run(name, func(t *testing.T) {
 			out := render(t, "sarif", rep)
 			inst, err := jsonschema.UnmarshalJSON(strings.NewReader(out))

@@ -96,6 +96,14 @@ type sarifResult struct {
 	RelatedLocations    []sarifLocation    `json:"relatedLocations,omitempty"`
 	PartialFingerprints map[string]string  `json:"partialFingerprints"`
 	Suppressions        []sarifSuppression `json:"suppressions,omitempty"`
+	Properties          *sarifResultProps  `json:"properties,omitempty"`
+}
+
+// sarifResultProps carries what SARIF has no property of its own for: the measurement that
+// reproduced the finding, and the projects it affects.
+type sarifResultProps struct {
+	Evidence *analyze.Evidence `json:"shmdoctor/evidence,omitempty"`
+	Projects []string          `json:"shmdoctor/projects,omitempty"`
 }
 
 // sarifSuppression records why a result is not reported: kind inSource for a comment,
@@ -182,9 +190,15 @@ func SARIF(w io.Writer, r *Report, _ Options) error {
 		for _, f := range p.Findings {
 			res := sarifResult{
 				RuleID: f.Rule, RuleIndex: index[f.Rule], Level: sarifLevels[f.Severity],
-				Message:             sarifText{f.Message + ". " + f.Remediation},
+				Message:             sarifText{f.Message + ". " + f.Remediation + reproducedSentence(f)},
 				Locations:           []sarifLocation{sarifLoc(f.Pos)},
 				PartialFingerprints: map[string]string{sarifFPField: fingerprint(rootRelative(f, root))},
+			}
+			if f.Evidence != nil || len(f.Projects) > 1 {
+				res.Properties = &sarifResultProps{Evidence: f.Evidence}
+				if len(f.Projects) > 1 {
+					res.Properties.Projects = f.Projects
+				}
 			}
 			for i, rel := range f.Related {
 				l := sarifLoc(rel)
@@ -209,6 +223,15 @@ func SARIF(w io.Writer, r *Report, _ Options) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(sarifLog{Schema: sarifSchema, Version: "2.1.0", Runs: []sarifRun{run}})
+}
+
+// reproducedSentence is what the probe reproduced of a finding, as a sentence to append to
+// its message where a format has no place of its own for it.
+func reproducedSentence(f analyze.Finding) string {
+	if f.Evidence == nil {
+		return ""
+	}
+	return " Reproduced by the probe: " + f.Evidence.Message + "."
 }
 
 // semverPattern is Semantic Versioning 2.0.0's own regular expression.

@@ -174,29 +174,27 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return fixProjects(projects, cfg, &f, stdout, stderr)
 	}
 	rep := &report.Report{Version: versionString(), Config: conf.Path, SourceRoot: srcRoot}
-	checked := map[*analyze.Project][]analyze.Finding{}
+	static := map[*report.Project][]analyze.Finding{}
 	for _, p := range projects {
 		rp := &report.Project{Project: p}
 		if p.Loaded() {
-			rp.Findings = analyze.Check(p, cfg)
-			if v := p.Variant; v != nil {
-				rp.Findings = v.Unrepeated(rp.Findings, checked[v.Of])
-			}
-			checked[p] = rp.Findings
+			static[rp] = analyze.Check(p, cfg)
 		}
 		rep.Projects = append(rep.Projects, rp)
 	}
+	probed := map[*report.Project][]analyze.Finding{}
 	if f.probe != "never" && rep.Errors() == 0 || f.probe == "always" {
-		if err := probeAll(ctx, &f, rep, cfg, stderr); err != nil {
-			if ctx.Err() != nil {
-				return exitInterrupted, err
-			}
+		if err := probeAll(ctx, &f, rep, cfg, probed, stderr); err != nil && ctx.Err() == nil {
 			return exitUsage, fmt.Errorf("probe: %w", err)
 		}
 	}
-	if ctx.Err() != nil {
-		return exitInterrupted, ctx.Err()
+	// Ctrl-C: what was found before it still makes a report, which says so, and the exit
+	// status says the run was interrupted.
+	interrupted := ctx.Err() != nil
+	if interrupted {
+		rep.ProbeNote = "interrupted (Ctrl-C): the report holds what was found before it"
 	}
+	settle(rep, static, probed)
 	for i, render := range renders {
 		o := report.Options{Verbose: f.verbose, Quiet: f.quiet, ShowSuppressed: f.showSuppressed}
 		if out := f.outputs[i]; out != "-" {
@@ -216,12 +214,30 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		}
 	}
 	switch {
+	case interrupted:
+		return exitInterrupted, nil
 	case rep.Errors() > 0:
 		return exitUsage, nil
 	case failOn != 0 && rep.Worst() >= failOn:
 		return exitFindings, nil
 	}
 	return exitClean, nil
+}
+
+// settle makes each project's findings from its static ones and the probe's: a measurement
+// that reproduces a prediction becomes the predicting finding's evidence, a variant leaves
+// out what its base project reports at the same place, and a finding in a file several
+// projects read is reported once, naming them all.
+func settle(rep *report.Report, static, probed map[*report.Project][]analyze.Finding) {
+	final := map[*analyze.Project][]analyze.Finding{}
+	for _, rp := range rep.Projects {
+		fs := analyze.WithEvidence(static[rp], probed[rp], rp.Measurements)
+		if v := rp.Variant; v != nil {
+			fs = v.Unrepeated(fs, final[v.Of])
+		}
+		final[rp.Project] = fs
+		rp.Findings = fs
+	}
 }
 
 // inputFiles lists every file the projects were read from, as far as the doctor knows them:
