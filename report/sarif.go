@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
@@ -179,6 +180,7 @@ func SARIF(w io.Writer, r *Report, _ Options) error {
 	}
 	run := sarifRun{Tool: sarifTool{driver}, OriginalURIBaseIDs: map[string]sarifArtifact{srcRoot: {URI: rootURI}}, Results: []sarifResult{}}
 	inv := sarifInvocation{ExecutionSuccessful: r.Errors() == 0}
+	fps := fingerprints{}
 	for _, p := range r.Projects {
 		for _, e := range p.Errors {
 			n := sarifNotification{Level: "error", Message: sarifText{e.Msg}}
@@ -192,7 +194,7 @@ func SARIF(w io.Writer, r *Report, _ Options) error {
 				RuleID: f.Rule, RuleIndex: index[f.Rule], Level: sarifLevels[f.Severity],
 				Message:             sarifText{f.Message + ". " + f.Remediation + reproducedSentence(f)},
 				Locations:           []sarifLocation{sarifLoc(f.Pos)},
-				PartialFingerprints: map[string]string{sarifFPField: fingerprint(rootRelative(f, root))},
+				PartialFingerprints: map[string]string{sarifFPField: fps.unique(fingerprint(rootRelative(f, root)))},
 			}
 			if f.Evidence != nil || len(f.Projects) > 1 {
 				res.Properties = &sarifResultProps{Evidence: f.Evidence}
@@ -301,6 +303,22 @@ func rootRelative(f analyze.Finding, root string) analyze.Finding {
 		f.File = rel
 	}
 	return f
+}
+
+// fingerprints makes fingerprints unique within one report: two results that only their
+// line tells apart (the same rule, service and message twice in a file) get the first's
+// fingerprint and that fingerprint hashed with their rank, so that each keeps its own
+// identity across runs while the lines move.
+type fingerprints map[string]int
+
+func (seen fingerprints) unique(fp string) string {
+	n := seen[fp]
+	seen[fp]++
+	if n == 0 {
+		return fp
+	}
+	h := sha256.Sum256([]byte(fp + "#" + strconv.Itoa(n)))
+	return hex.EncodeToString(h[:])
 }
 
 // fingerprint identifies a finding across runs: it does not move when lines are inserted

@@ -238,6 +238,7 @@ func settle(rep *report.Report, static, probed map[*report.Project][]analyze.Fin
 		final[rp.Project] = fs
 		rp.Findings = fs
 	}
+	rep.OnePerPlace()
 }
 
 // inputFiles lists every file the projects were read from, as far as the doctor knows them:
