@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"flag"
 	"fmt"
 	"os"
@@ -132,6 +133,13 @@ func TestFormatGoldens(t *testing.T) {
 			golden(t, "broken"+c.ext, render(t, c.format, broken))
 		})
 	}
+	t.Run("junit", func(t *testing.T) {
+		o := Options{FailOn: analyze.Warning}
+		golden(t, "demo.junit.xml", renderWith(t, "junit", demo, o))
+		golden(t, "broken.junit.xml", renderWith(t, "junit", broken, o))
+		golden(t, "demo-probed.junit.xml", renderWith(t, "junit", probedReport(t), o))
+		golden(t, "suppressed.junit.xml", renderWith(t, "junit", suppressedReport(t), o))
+	})
 	probed := probedReport(t)
 	for _, c := range []struct{ format, ext string }{{"text", ".txt"}, {"json", ".json"}, {"sarif", ".sarif"}, {"github", ".github.txt"}, {"codeclimate", ".codeclimate.json"}} {
 		t.Run("probed "+c.format, func(t *testing.T) {
@@ -304,6 +312,111 @@ func TestSARIFContent(t *testing.T) {
 	}
 	if got := log.Runs[0].Results[0].Locations[0].PhysicalLocation.Region; got["startLine"] != 1 || got["startColumn"] != 0 {
 		t.Errorf("a finding without a line starts at line 1, no column: %v", got)
+	}
+}
+
+// junitDoc is the common JUnit XML schema's shape (the one Jenkins, GitLab and Azure
+// Pipelines read): testsuites of testsuite of testcase, each testcase with at most one of
+// failure, error and skipped.
+type junitDoc struct {
+	XMLName  xml.Name `xml:"testsuites"`
+	Tests    int      `xml:"tests,attr"`
+	Failures int      `xml:"failures,attr"`
+	Errors   int      `xml:"errors,attr"`
+	Skipped  int      `xml:"skipped,attr"`
+	Suites   []struct {
+		Name     string `xml:"name,attr"`
+		Tests    int    `xml:"tests,attr"`
+		Failures int    `xml:"failures,attr"`
+		Errors   int    `xml:"errors,attr"`
+		Skipped  int    `xml:"skipped,attr"`
+		Time     string `xml:"time,attr"`
+		Cases    []struct {
+			Name      string `xml:"name,attr"`
+			Classname string `xml:"classname,attr"`
+			Line      int    `xml:"line,attr"`
+			Failure   *struct {
+				Message string `xml:"message,attr"`
+				Type    string `xml:"type,attr"`
+				Text    string `xml:",chardata"`
+			} `xml:"failure"`
+			Error *struct {
+				Message string `xml:"message,attr"`
+			} `xml:"error"`
+			Skipped   *struct{} `xml:"skipped"`
+			SystemOut string    `xml:"system-out"`
+		} `xml:"testcase"`
+	} `xml:"testsuite"`
+}
+
+// TestJUnitShape parses the JUnit reports with encoding/xml: every count matches the test
+// cases, a finding fails its test case exactly when it is at or above --fail-on, a load
+// error errs, a suppressed finding is skipped and a service without findings passes.
+func TestJUnitShape(t *testing.T) {
+	for name, c := range map[string]struct {
+		rep    *Report
+		failOn analyze.Severity
+	}{
+		"demo": {demoReport(t), analyze.Warning}, "demo error": {demoReport(t), analyze.Error}, "demo never": {demoReport(t), 0},
+		"probed": {probedReport(t), analyze.Error}, "broken": {brokenReport(), analyze.Warning}, "suppressed": {suppressedReport(t), analyze.Info},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out := renderWith(t, "junit", c.rep, Options{FailOn: c.failOn})
+			if !strings.HasPrefix(out, xml.Header) {
+				t.Errorf("no XML declaration: %.60q", out)
+			}
+			var doc junitDoc
+			if err := xml.Unmarshal([]byte(out), &doc); err != nil {
+				t.Fatalf("%v:\n%s", err, out)
+			}
+			sum := c.rep.Summarize()
+			wantFail := 0
+			for _, p := range c.rep.Projects {
+				for _, f := range p.Findings {
+					if f.Suppressed == nil && c.failOn != 0 && f.Severity >= c.failOn {
+						wantFail++
+					}
+				}
+			}
+			var tests, failures, errs, skipped int
+			if len(doc.Suites) != len(c.rep.Projects) {
+				t.Errorf("%d testsuites for %d projects", len(doc.Suites), len(c.rep.Projects))
+			}
+			for _, s := range doc.Suites {
+				f, e, k := 0, 0, 0
+				for _, tc := range s.Cases {
+					if tc.Name == "" || tc.Classname == "" {
+						t.Errorf("%s: test case without a name or class: %+v", s.Name, tc)
+					}
+					n := 0
+					if tc.Failure != nil {
+						n, f = n+1, f+1
+						if tc.Failure.Message == "" || !strings.Contains(tc.Failure.Text, "fix: ") || !strings.Contains(tc.Failure.Text, "docs/rules/SHM") {
+							t.Errorf("%s: failure %+v", tc.Name, tc.Failure)
+						}
+					}
+					if tc.Error != nil {
+						n, e = n+1, e+1
+					}
+					if tc.Skipped != nil {
+						n, k = n+1, k+1
+					}
+					if n > 1 {
+						t.Errorf("%s: %d outcomes", tc.Name, n)
+					}
+				}
+				if s.Name == "" || s.Time == "" || s.Tests != len(s.Cases) || s.Failures != f || s.Errors != e || s.Skipped != k {
+					t.Errorf("suite %s says %d/%d/%d/%d, has %d cases, %d failed, %d errors, %d skipped", s.Name, s.Tests, s.Failures, s.Errors, s.Skipped, len(s.Cases), f, e, k)
+				}
+				tests, failures, errs, skipped = tests+s.Tests, failures+f, errs+e, skipped+k
+			}
+			if doc.Tests != tests || doc.Failures != failures || doc.Errors != errs || doc.Skipped != skipped {
+				t.Errorf("testsuites says %d/%d/%d/%d, suites add up to %d/%d/%d/%d", doc.Tests, doc.Failures, doc.Errors, doc.Skipped, tests, failures, errs, skipped)
+			}
+			if failures != wantFail || errs != c.rep.Errors() || skipped != sum.Suppressed {
+				t.Errorf("%d failures (want %d), %d errors (want %d), %d skipped (want %d)", failures, wantFail, errs, c.rep.Errors(), skipped, sum.Suppressed)
+			}
+		})
 	}
 }
 

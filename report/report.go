@@ -41,6 +41,9 @@ type Options struct {
 	// ShowSuppressed lists suppressed findings in text and JSON; SARIF always records
 	// them, the CI annotation formats never show them.
 	ShowSuppressed bool
+	// FailOn is the lowest severity that fails the run (--fail-on): JUnit fails the test
+	// cases of findings at or above it. 0 fails none (--fail-on never).
+	FailOn analyze.Severity
 }
 
 // Renderer writes a report in one format.
@@ -53,6 +56,7 @@ var Formats = map[string]Renderer{
 	"sarif":       SARIF,
 	"github":      GitHub,
 	"codeclimate": CodeClimate,
+	"junit":       JUnit,
 }
 
 // FormatNames lists the formats, sorted, for --format's help.

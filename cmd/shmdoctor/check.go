@@ -196,7 +196,7 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	}
 	settle(rep, static, probed)
 	for i, render := range renders {
-		o := report.Options{Verbose: f.verbose, Quiet: f.quiet, ShowSuppressed: f.showSuppressed}
+		o := report.Options{Verbose: f.verbose, Quiet: f.quiet, ShowSuppressed: f.showSuppressed, FailOn: failOn}
 		if out := f.outputs[i]; out != "-" {
 			var b bytes.Buffer
 			err := render(&b, rep, o)
