@@ -57,6 +57,7 @@ var Formats = map[string]Renderer{
 	"github":      GitHub,
 	"codeclimate": CodeClimate,
 	"junit":       JUnit,
+	"baseline":    BaselineFile,
 }
 
 // FormatNames lists the formats, sorted, for --format's help.

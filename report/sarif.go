@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -145,13 +144,11 @@ var sarifLevels = map[analyze.Severity]string{analyze.Error: "error", analyze.Wa
 // (the working folder when it has none), so that the log is the same wherever the doctor
 // ran from.
 func SARIF(w io.Writer, r *Report, _ Options) error {
-	root := r.SourceRoot
-	if root == "" {
-		var err error
-		if root, err = os.Getwd(); err != nil {
-			return err
-		}
+	root, err := r.root()
+	if err != nil {
+		return err
 	}
+	fps := r.fingerprints(root)
 	sarifLoc := func(p analyze.Pos) sarifLocation { return sarifLocAt(p, root) }
 	driver := sarifDriver{Name: "shmdoctor", Version: r.Version, SemanticVersion: semanticVersion(r.Version), InformationURI: toolInfoURI, Rules: []sarifRule{}}
 	index := map[string]int{}
@@ -180,7 +177,6 @@ func SARIF(w io.Writer, r *Report, _ Options) error {
 	}
 	run := sarifRun{Tool: sarifTool{driver}, OriginalURIBaseIDs: map[string]sarifArtifact{srcRoot: {URI: rootURI}}, Results: []sarifResult{}}
 	inv := sarifInvocation{ExecutionSuccessful: r.Errors() == 0}
-	fps := fingerprints{}
 	for _, p := range r.Projects {
 		for _, e := range p.Errors {
 			n := sarifNotification{Level: "error", Message: sarifText{e.Msg}}
@@ -189,12 +185,12 @@ func SARIF(w io.Writer, r *Report, _ Options) error {
 			}
 			inv.ToolExecutionNotifications = append(inv.ToolExecutionNotifications, n)
 		}
-		for _, f := range p.Findings {
+		for fi, f := range p.Findings {
 			res := sarifResult{
 				RuleID: f.Rule, RuleIndex: index[f.Rule], Level: sarifLevels[f.Severity],
 				Message:             sarifText{f.Message + ". " + f.Remediation + reproducedSentence(f)},
 				Locations:           []sarifLocation{sarifLoc(f.Pos)},
-				PartialFingerprints: map[string]string{sarifFPField: fps.unique(fingerprint(rootRelative(f, root)))},
+				PartialFingerprints: map[string]string{sarifFPField: fps[p][fi]},
 			}
 			if f.Evidence != nil || len(f.Projects) > 1 {
 				res.Properties = &sarifResultProps{Evidence: f.Evidence}
@@ -322,10 +318,16 @@ func (seen fingerprints) unique(fp string) string {
 }
 
 // fingerprint identifies a finding across runs: it does not move when lines are inserted
-// above the key.
+// above the key, nor when a measurement varies.
 func fingerprint(f analyze.Finding) string {
+	msg := f.Message
+	if r := analyze.RuleByID(f.Rule); r != nil && r.Probe {
+		// A measurement's message holds what was measured (how far an OOM-killed writer
+		// got), which varies from run to run; a probe rule reports once per service.
+		msg = ""
+	}
 	h := sha256.New()
-	for _, s := range []string{f.Rule, f.Service, filepath.ToSlash(f.File), f.Message} {
+	for _, s := range []string{f.Rule, f.Service, filepath.ToSlash(f.File), msg} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}

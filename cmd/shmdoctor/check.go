@@ -29,6 +29,8 @@ Usage:
   shmdoctor host [--need 8g]      describe the Docker host for onboarding scripts
   shmdoctor probe --clean         remove probe images and leftover probe containers
   shmdoctor watch [PATH]          size shm_size from what the running stack really uses
+  shmdoctor baseline [PATH...]    accept today's findings; later runs with --baseline
+                                  .shmdoctor-baseline.json report only new ones
   shmdoctor version
 
 With no PATH, the project is found as docker compose finds it: COMPOSE_FILE, or
@@ -110,10 +112,20 @@ type checkFlags struct {
 	fixWrite       bool
 	// sourceRoot is --source-root: what SARIF names files relative to.
 	sourceRoot string
+	// baseline is --baseline: the findings it holds are suppressed.
+	baseline string
+	// writeBaseline is the baseline command: the report is a baseline file.
+	writeBaseline bool
 }
 
 func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
-	var f checkFlags
+	return checkOrBaseline(ctx, args, stdin, stdout, stderr, false)
+}
+
+// checkOrBaseline is the check, or with writeBaseline the baseline command: the same
+// analysis and probe, written as a baseline file.
+func checkOrBaseline(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, writeBaseline bool) (int, error) {
+	f := checkFlags{writeBaseline: writeBaseline}
 	fs := pflag.NewFlagSet("shmdoctor", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
@@ -139,18 +151,26 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	fs.BoolVar(&f.noConfig, "no-config", false, "read no config file")
 	fs.BoolVar(&f.fix, "fix", false, "print a unified diff that fixes the mechanical findings, instead of the report")
 	fs.BoolVar(&f.fixWrite, "write", false, "with --fix: apply the fixes to the files instead of printing the diff")
+	fs.StringVar(&f.baseline, "baseline", "", "report only findings that this baseline `file` (written by shmdoctor baseline) does not hold")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage, usagef("%v", err)
 	}
 	if *help {
-		fmt.Fprint(stdout, checkUsage+flagUsages(fs))
+		usage := checkUsage
+		if writeBaseline {
+			usage = baselineUsage
+		}
+		fmt.Fprint(stdout, usage+flagUsages(fs))
 		return exitClean, nil
 	}
 	f.load.Paths = fs.Args()
 	f.load.Stdin = stdin
 	conf, err := f.loadConfig(fs)
 	if err != nil {
+		return exitUsage, err
+	}
+	if err := f.baselineMode(fs); err != nil {
 		return exitUsage, err
 	}
 	renders, cfg, failOn, err := f.validate()
@@ -167,7 +187,7 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	}
 
 	projects := analyze.Load(ctx, f.load)
-	if err := refuseInputs(f.outputs, inputFiles(projects, &f.load, conf.Path)); err != nil {
+	if err := refuseInputs(f.outputs, append(inputFiles(projects, &f.load, conf.Path), f.baseline)); err != nil {
 		return exitUsage, err
 	}
 	if f.fix {
@@ -195,6 +215,11 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		rep.ProbeNote = "interrupted (Ctrl-C): the report holds what was found before it"
 	}
 	settle(rep, static, probed)
+	if f.baseline != "" {
+		if err := applyBaseline(rep, f.baseline); err != nil {
+			return exitUsage, err
+		}
+	}
 	for i, render := range renders {
 		o := report.Options{Verbose: f.verbose, Quiet: f.quiet, ShowSuppressed: f.showSuppressed, FailOn: failOn}
 		if out := f.outputs[i]; out != "-" {
@@ -212,6 +237,10 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		if err := render(stdout, rep, o); err != nil {
 			return exitUsage, fmt.Errorf("writing report: %w", err)
 		}
+	}
+	if f.writeBaseline && !interrupted {
+		n := rep.Summarize().Reported()
+		fmt.Fprintf(stdout, "wrote %d %s to %s: later runs with --baseline %s report only new findings\n", n, plural(n, "finding", "findings"), f.outputs[0], f.outputs[0])
 	}
 	switch {
 	case interrupted:
