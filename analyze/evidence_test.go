@@ -82,6 +82,19 @@ func TestWithEvidence(t *testing.T) {
 		}
 	}
 
+	// An ignored shm_size is what makes the joiner's write fail: SHM002 predicted it.
+	q := Load(context.Background(), Options{Paths: []string{"../testdata/rules/SHM002"}})[0]
+	if len(q.Errors) > 0 {
+		t.Fatal(q.Errors)
+	}
+	jms := map[string]*Measurement{"joiner": {Exists: true, MeasuredBytes: size(1 << 30), Write: &Write{TargetBytes: 4 << 30, WrittenBytes: 1 << 30, Outcome: WriteENOSPC}}}
+	joined := WithEvidence(Check(q, Config{}), CheckMeasurements(q, Config{}, jms), jms)
+	if !slices.ContainsFunc(joined, func(f Finding) bool {
+		return f.Service == "joiner" && f.Rule == "SHM002" && f.Evidence != nil && f.Evidence.Rule == "SHM202"
+	}) || slices.ContainsFunc(joined, func(f Finding) bool { return f.Rule == "SHM202" }) {
+		t.Errorf("joiner: the ENOSPC of the ignored shm_size is not SHM002's evidence: %+v", joined)
+	}
+
 	// A suppressed prediction does not swallow the measurement the user did not silence.
 	for i := range static {
 		if static[i].Rule == "SHM012" {
