@@ -310,6 +310,15 @@ func TestSARIFContent(t *testing.T) {
 	if inv.ExecutionSuccessful || len(inv.ToolExecutionNotifications) != 1 {
 		t.Errorf("a load error must fail the invocation with a notification: %+v", inv)
 	}
+	interrupted := demoReport(t)
+	interrupted.Interrupted, interrupted.ProbeNote = true, "interrupted (Ctrl-C): the report holds what was found before it"
+	var ilog sarifLog
+	if err := json.Unmarshal([]byte(render(t, "sarif", interrupted)), &ilog); err != nil {
+		t.Fatal(err)
+	}
+	if inv := ilog.Runs[0].Invocations[0]; inv.ExecutionSuccessful || len(inv.ToolExecutionNotifications) != 1 {
+		t.Errorf("an interrupted run must fail the invocation with a notification: %+v", inv)
+	}
 	if got := log.Runs[0].Results[0].Locations[0].PhysicalLocation.Region; got["startLine"] != 1 || got["startColumn"] != 0 {
 		t.Errorf("a finding without a line starts at line 1, no column: %v", got)
 	}

@@ -16,6 +16,9 @@ type Report struct {
 	Projects []*Project
 	// ProbeNote says why the probe did not run, when it did not ("" when it ran or was off).
 	ProbeNote string
+	// Interrupted is set when Ctrl-C ended the run before the probe did: the report holds
+	// what was found before it.
+	Interrupted bool
 	// Version is the doctor's version, printed where a format has room for it.
 	Version string
 	// Config is the config file the run read, "" when none.

@@ -176,7 +176,10 @@ func SARIF(w io.Writer, r *Report, _ Options) error {
 		rootURI += "/" // §3.14.14: a base URI ends with a slash
 	}
 	run := sarifRun{Tool: sarifTool{driver}, OriginalURIBaseIDs: map[string]sarifArtifact{srcRoot: {URI: rootURI}}, Results: []sarifResult{}}
-	inv := sarifInvocation{ExecutionSuccessful: r.Errors() == 0}
+	inv := sarifInvocation{ExecutionSuccessful: r.Errors() == 0 && !r.Interrupted}
+	if r.Interrupted {
+		inv.ToolExecutionNotifications = append(inv.ToolExecutionNotifications, sarifNotification{Level: "warning", Message: sarifText{"probe " + r.ProbeNote}})
+	}
 	for _, p := range r.Projects {
 		for _, e := range p.Errors {
 			n := sarifNotification{Level: "error", Message: sarifText{e.Msg}}

@@ -212,6 +212,7 @@ func checkOrBaseline(ctx context.Context, args []string, stdin io.Reader, stdout
 	// status says the run was interrupted.
 	interrupted := ctx.Err() != nil
 	if interrupted {
+		rep.Interrupted = true
 		rep.ProbeNote = "interrupted (Ctrl-C): the report holds what was found before it"
 	}
 	settle(rep, static, probed)
