@@ -203,13 +203,17 @@ func checkOrBaseline(ctx context.Context, args []string, stdin io.Reader, stdout
 		rep.Projects = append(rep.Projects, rp)
 	}
 	probed := map[*report.Project][]analyze.Finding{}
-	if f.probe != "never" && rep.Errors() == 0 || f.probe == "always" {
+	probing := f.probe != "never" && rep.Errors() == 0 || f.probe == "always"
+	if ctx.Err() != nil && !probing {
+		return exitInterrupted, ctx.Err()
+	}
+	if probing {
 		if err := probeAll(ctx, &f, rep, cfg, probed, stderr); err != nil && ctx.Err() == nil {
 			return exitUsage, fmt.Errorf("probe: %w", err)
 		}
 	}
-	// Ctrl-C: what was found before it still makes a report, which says so, and the exit
-	// status says the run was interrupted.
+	// Ctrl-C during the probe: what was found before it still makes a report, which says
+	// so, and the exit status says the run was interrupted.
 	interrupted := ctx.Err() != nil
 	if interrupted {
 		rep.Interrupted = true
