@@ -219,6 +219,9 @@ func checkOrBaseline(ctx context.Context, args []string, stdin io.Reader, stdout
 		rep.Interrupted = true
 		rep.ProbeNote = "interrupted (Ctrl-C): the report holds what was found before it"
 	}
+	if interrupted && f.writeBaseline {
+		return exitInterrupted, ctx.Err() // a baseline of half a probe would accept too little
+	}
 	settle(rep, static, probed)
 	if f.baseline != "" {
 		if err := applyBaseline(rep, f.baseline); err != nil {
@@ -243,7 +246,7 @@ func checkOrBaseline(ctx context.Context, args []string, stdin io.Reader, stdout
 			return exitUsage, fmt.Errorf("writing report: %w", err)
 		}
 	}
-	if f.writeBaseline && !interrupted {
+	if f.writeBaseline {
 		n := rep.Summarize().Reported()
 		fmt.Fprintf(stdout, "wrote %d %s to %s: later runs with --baseline %s report only new findings\n", n, plural(n, "finding", "findings"), f.outputs[0], f.outputs[0])
 	}

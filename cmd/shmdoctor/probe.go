@@ -18,9 +18,10 @@ import (
 	"github.com/shmdoctor/shmdoctor/report"
 )
 
-// probeAll measures every loaded project in throwaway containers and adds the measurement
-// findings to probed, by project. With --probe auto a daemon that does not answer is one line in the report; with
-// always it is an error.
+// probeAll measures every loaded project in throwaway containers and puts the measurement
+// findings in probed, by project. With --probe auto a daemon that does not answer is one
+// line in the report; with always it is an error. Interrupted, it keeps the measurements of
+// the projects whose probe had ended and returns the context's error.
 func probeAll(ctx context.Context, f *checkFlags, rep *report.Report, cfg analyze.Config, probed map[*report.Project][]analyze.Finding, stderr io.Writer) error {
 	// Kubernetes containers are never started here: their /dev/shm comes from the kubelet.
 	plans := map[*report.Project][]*analyze.ShmPlan{}
