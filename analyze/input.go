@@ -121,3 +121,9 @@ func fileKind(m fs.FileMode) string {
 	}
 	return "a special file"
 }
+
+// ReadInput reads a file the doctor takes besides the stacks (a baseline) as it reads them:
+// opened once, a regular file (or a FIFO given on the command line), at most MaxFileSize.
+func ReadInput(path string) ([]byte, error) {
+	return (*sources)(nil).read(path, true)
+}

@@ -53,6 +53,10 @@ type Rule struct {
 	Doc      Doc
 	// Probe marks rules that judge a measurement; they run only after a probe.
 	Probe bool
+	// Reproduces lists, for a probe rule, the static rules whose prediction its finding
+	// reproduces on the same service: the measurement then becomes that finding's
+	// Evidence instead of a second finding of the same problem.
+	Reproduces []Reproduction
 	// Kubernetes marks rules over Kubernetes containers; the others judge compose services.
 	Kubernetes bool
 	Check      func(*Pass)
@@ -117,6 +121,13 @@ type Finding struct {
 	// usually resolves it.
 	Fix   *Fix   `json:"-"`
 	NoFix string `json:"-"`
+	// Evidence is the probe's measurement that reproduced what the finding predicts, nil
+	// when the probe did not run or did not reproduce it.
+	Evidence *Evidence `json:"evidence,omitempty"`
+	// Projects names every project the finding affects when it sits in a file several
+	// projects of the run read (an include, an extends base): it is reported once, in
+	// the first of them. Nil when one project has it.
+	Projects []string `json:"projects,omitempty"`
 }
 
 // Pass is what a rule's Check sees: one service of one project.

@@ -11,6 +11,15 @@ func (r *Rule) Markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s %s\n\n%s. Default severity: %s.\n\n", r.ID, r.Name, capitalize(r.Title), r.Severity)
 	fmt.Fprintf(&b, "## Rationale\n\n%s\n\n", r.Doc.Rationale)
+	if len(r.Reproduces) > 0 {
+		var ids []string
+		for _, rep := range r.Reproduces {
+			ids = append(ids, rep.Rule)
+		}
+		fmt.Fprintf(&b, "Where %s predicted the problem on the same service, the measurement is reported as that "+
+			"finding's evidence (\"reproduced: ...\", `evidence` in JSON) rather than as a finding of this rule: one "+
+			"problem, one finding.\n\n", strings.Join(ids, " or "))
+	}
 	fmt.Fprintf(&b, "## Problematic\n\n```yaml\n%s```\n\n", r.Doc.Problematic)
 	fmt.Fprintf(&b, "## Correct\n\n```yaml\n%s```\n\n", r.Doc.Correct)
 	fmt.Fprintf(&b, "## Exceptions\n\n%s\n", r.Doc.Exceptions)

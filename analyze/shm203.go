@@ -6,6 +6,9 @@ var shm203 = Rule{
 	Severity: Error,
 	Title:    "write probe got sigbus touching mapped /dev/shm pages",
 	Probe:    true,
+	// The write probe wrote the need that SHM010 or SHM011 says does not fit, or the
+	// shm_size that SHM002 or SHM003 says is ignored for a smaller /dev/shm.
+	Reproduces: []Reproduction{{Rule: "SHM010"}, {Rule: "SHM011"}, {Rule: "SHM002"}, {Rule: "SHM003"}},
 	Doc: Doc{
 		Rationale: "The probe mapped a file in /dev/shm truncated to the target and touched its pages: past " +
 			"the tmpfs size the kernel raises SIGBUS. This is how PyTorch DataLoader workers die " +

@@ -6,6 +6,8 @@ var shm204 = Rule{
 	Severity: Error,
 	Title:    "write probe was oom-killed before /dev/shm filled",
 	Probe:    true,
+	// The OOM kill that SHM012 predicts for /dev/shm at or above the memory limit.
+	Reproduces: []Reproduction{{Rule: "SHM012"}},
 	Doc: Doc{
 		Rationale: "/dev/shm pages are charged to the container's memory cgroup. The probe's writer was " +
 			"OOM-killed before reaching the target: the memory limit is reached before /dev/shm fills, so " +

@@ -6,6 +6,12 @@ var shm205 = Rule{
 	Severity: Error,
 	Title:    "container could not be created with the service's settings",
 	Probe:    true,
+	// Docker refuses to join a private donor (SHM006); Podman refuses shm_size with ipc:
+	// host (SHM001 under --target podman). Any other refusal stands on its own.
+	Reproduces: []Reproduction{
+		{Rule: "SHM006", Match: createErrorHas("non-shareable IPC")},
+		{Rule: "SHM001", Match: createErrorHas("cannot set shmsize")},
+	},
 	Doc: Doc{
 		Rationale: "Docker refused to create or start a container with the service's shared-memory settings, " +
 			"so `docker compose up` fails the same way. The finding quotes Docker's own message, for " +

@@ -21,6 +21,7 @@ const (
 	SuppressExtension  SuppressionKind = "extension"  // x-shmdoctor.ignore of a compose service
 	SuppressAnnotation SuppressionKind = "annotation" // shmdoctor.io/ignore of a Kubernetes object
 	SuppressConfig     SuppressionKind = "config"     // ignore or ignore-paths of the config file
+	SuppressBaseline   SuppressionKind = "baseline"   // a finding recorded in the --baseline file
 )
 
 // IgnoreDirective starts a suppression comment: # shmdoctor-ignore SHM020,SHM012 reason.
@@ -35,7 +36,7 @@ type Suppression struct {
 }
 
 // InSource reports whether the suppression is written in the analysed files themselves.
-func (s *Suppression) InSource() bool { return s.Kind != SuppressConfig }
+func (s *Suppression) InSource() bool { return s.Kind != SuppressConfig && s.Kind != SuppressBaseline }
 
 // suppressor is one written suppression and the findings it covers: the rules it names,
 // in whole services, on one line, or (config entries) everywhere or in matching files.

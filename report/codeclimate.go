@@ -37,19 +37,20 @@ const ccLoadError = "load-error"
 // suppressed findings are left out.
 func CodeClimate(w io.Writer, r *Report, _ Options) error {
 	out := []ccIssue{}
+	fps := fingerprints{}
 	for _, p := range r.Projects {
 		for _, e := range p.Errors {
 			out = append(out, ccIssue{
 				Type: "issue", CheckName: ccLoadError, Description: e.Msg, Categories: []string{"Bug Risk"},
-				Fingerprint: fingerprint(analyze.Finding{Rule: ccLoadError, Pos: e.Pos, Message: e.Msg}),
+				Fingerprint: fps.unique(fingerprint(analyze.Finding{Rule: ccLoadError, Pos: e.Pos, Message: e.Msg})),
 				Severity:    "blocker",
 				Location:    ccLocation{Path: filepath.ToSlash(e.File), Lines: ccLines{max(e.Line, 1)}},
 			})
 		}
 		for _, f := range reported(p.Findings) {
 			out = append(out, ccIssue{
-				Type: "issue", CheckName: f.Rule, Description: f.Rule + " " + f.Message + ". " + f.Remediation, Categories: []string{"Bug Risk"},
-				Fingerprint: fingerprint(f),
+				Type: "issue", CheckName: f.Rule, Description: f.Rule + " " + f.Message + ". " + f.Remediation + reproducedSentence(f), Categories: []string{"Bug Risk"},
+				Fingerprint: fps.unique(fingerprint(f)),
 				Severity:    ccSeverities[f.Severity],
 				Location:    ccLocation{Path: filepath.ToSlash(f.File), Lines: ccLines{max(f.Line, 1)}},
 			})

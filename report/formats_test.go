@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"flag"
 	"fmt"
 	"os"
@@ -40,6 +41,28 @@ func demoReport(t *testing.T) *Report {
 			t.Fatalf("loading the demo: %v", p.Errors[0].Msg)
 		}
 		rep.Projects = append(rep.Projects, &Project{Project: p, Findings: analyze.Check(p, analyze.Config{})})
+	}
+	return rep
+}
+
+// probedReport is the demo with the measurements a probe of it reports on a real engine
+// (Docker 20.10, cgroup v1): data, so that goldens hold the same numbers on every machine;
+// the engine tests in cmd/shmdoctor run the real probe. The trainer's OOM kill, the
+// evaluator's refused donor and the scraper's ENOSPC reproduce static findings; the
+// gateway's daemon default is what no rule predicted.
+func probedReport(t *testing.T) *Report {
+	t.Helper()
+	rep := demoReport(t)
+	size := func(n int64) *int64 { return &n }
+	ms := map[string]*analyze.Measurement{
+		"trainer":   {Exists: true, MeasuredBytes: size(2 << 30), FreeBytes: size(2 << 30), Write: &analyze.Write{Mode: "write", TargetBytes: 2<<30 + 256<<20, WrittenBytes: 1536 << 20, Outcome: analyze.WriteOOMKilled, GBps: 0.6}},
+		"scraper":   {Exists: true, MeasuredBytes: size(64 << 20), FreeBytes: size(64 << 20), Write: &analyze.Write{Mode: "write", TargetBytes: 2 << 30, WrittenBytes: 64 << 20, Outcome: analyze.WriteENOSPC, GBps: 0.4}},
+		"evaluator": {CreateError: "can't join IPC of container trainer: non-shareable IPC (hint: use IpcMode:shareable for the donor container)"},
+		"gateway":   {Exists: true, MeasuredBytes: size(128 << 20), FreeBytes: size(128 << 20), Write: &analyze.Write{Mode: "write+mmap", TargetBytes: 128 << 20, WrittenBytes: 128 << 20, Outcome: analyze.WriteOK, GBps: 0.4}},
+	}
+	for _, p := range rep.Projects {
+		p.Measurements = ms
+		p.Findings = analyze.WithEvidence(p.Findings, analyze.CheckMeasurements(p.Project, analyze.Config{}, ms), ms)
 	}
 	return rep
 }
@@ -110,6 +133,86 @@ func TestFormatGoldens(t *testing.T) {
 			golden(t, "broken"+c.ext, render(t, c.format, broken))
 		})
 	}
+	t.Run("junit", func(t *testing.T) {
+		o := Options{FailOn: analyze.Warning}
+		golden(t, "demo.junit.xml", renderWith(t, "junit", demo, o))
+		golden(t, "broken.junit.xml", renderWith(t, "junit", broken, o))
+		golden(t, "demo-probed.junit.xml", renderWith(t, "junit", probedReport(t), o))
+		golden(t, "suppressed.junit.xml", renderWith(t, "junit", suppressedReport(t), o))
+	})
+	probed := probedReport(t)
+	for _, c := range []struct{ format, ext string }{{"text", ".txt"}, {"json", ".json"}, {"sarif", ".sarif"}, {"github", ".github.txt"}, {"codeclimate", ".codeclimate.json"}} {
+		t.Run("probed "+c.format, func(t *testing.T) {
+			golden(t, "demo-probed"+c.ext, render(t, c.format, probed))
+		})
+	}
+}
+
+// TestEvidenceCountsOnce: a problem the static model predicted and the probe reproduced is
+// one finding in every format, with the measurement beside it; the summary, --fail-on and
+// each format count it once.
+func TestEvidenceCountsOnce(t *testing.T) {
+	static, probed := demoReport(t), probedReport(t)
+	s, p := static.Summarize(), probed.Summarize()
+	// SHM010 (a warning) becomes an error once reproduced; SHM201 (gateway) is new.
+	if p.Error != s.Error+1 || p.Warning != s.Warning-1+1 || p.Info != s.Info {
+		t.Errorf("summary static %+v, probed %+v: each reproduced problem must count once", s, p)
+	}
+	n := p.Reported()
+	text := render(t, "text", probed)
+	if got := strings.Count(text, "reproduced: "); got != 3 {
+		t.Errorf("text: %d reproduced lines, want 3:\n%s", got, text)
+	}
+	if got := strings.Count(render(t, "github", probed), "\n"); got != n {
+		t.Errorf("github: %d commands for %d findings", got, n)
+	}
+	var issues []json.RawMessage
+	if err := json.Unmarshal([]byte(render(t, "codeclimate", probed)), &issues); err != nil || len(issues) != n {
+		t.Errorf("codeclimate: %d issues (%v), want %d", len(issues), err, n)
+	}
+	var log struct {
+		Runs []struct {
+			Results []struct {
+				RuleID     string
+				Properties map[string]json.RawMessage
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(render(t, "sarif", probed)), &log); err != nil {
+		t.Fatal(err)
+	}
+	evidence := 0
+	for _, r := range log.Runs[0].Results {
+		if r.RuleID == "SHM202" || r.RuleID == "SHM204" || r.RuleID == "SHM205" {
+			t.Errorf("sarif: %s reported beside the finding it reproduces", r.RuleID)
+		}
+		if _, ok := r.Properties["shmdoctor/evidence"]; ok {
+			evidence++
+		}
+	}
+	if len(log.Runs[0].Results) != n || evidence != 3 {
+		t.Errorf("sarif: %d results (want %d), %d with evidence (want 3)", len(log.Runs[0].Results), n, evidence)
+	}
+	var doc struct {
+		Projects []struct {
+			Findings []struct {
+				Rule     string
+				Evidence *struct{ Rule, Message string }
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(render(t, "json", probed)), &doc); err != nil {
+		t.Fatal(err)
+	}
+	evidence = 0
+	for _, f := range doc.Projects[0].Findings {
+		if f.Evidence != nil && f.Evidence.Message != "" {
+			evidence++
+		}
+	}
+	if len(doc.Projects[0].Findings) != n || evidence != 3 {
+		t.Errorf("json: %d findings (want %d), %d with evidence", len(doc.Projects[0].Findings), n, evidence)
+	}
 }
 
 func TestSARIFValidates(t *testing.T) {
@@ -132,7 +235,7 @@ func TestSARIFValidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, rep := range map[string]*Report{"demo": demoReport(t), "broken": brokenReport(), "empty": {}, "suppressed": suppressedReport(t)} {
+	for name, rep := range map[string]*Report{"demo": demoReport(t), "broken": brokenReport(), "empty": {}, "suppressed": suppressedReport(t), "probed": probedReport(t)} {
 		t.Run(name, func(t *testing.T) {
 			out := render(t, "sarif", rep)
 			inst, err := jsonschema.UnmarshalJSON(strings.NewReader(out))
@@ -207,8 +310,122 @@ func TestSARIFContent(t *testing.T) {
 	if inv.ExecutionSuccessful || len(inv.ToolExecutionNotifications) != 1 {
 		t.Errorf("a load error must fail the invocation with a notification: %+v", inv)
 	}
+	interrupted := demoReport(t)
+	interrupted.Interrupted, interrupted.ProbeNote = true, "interrupted (Ctrl-C): the report holds what was found before it"
+	var ilog sarifLog
+	if err := json.Unmarshal([]byte(render(t, "sarif", interrupted)), &ilog); err != nil {
+		t.Fatal(err)
+	}
+	if inv := ilog.Runs[0].Invocations[0]; inv.ExecutionSuccessful || len(inv.ToolExecutionNotifications) != 1 {
+		t.Errorf("an interrupted run must fail the invocation with a notification: %+v", inv)
+	}
 	if got := log.Runs[0].Results[0].Locations[0].PhysicalLocation.Region; got["startLine"] != 1 || got["startColumn"] != 0 {
 		t.Errorf("a finding without a line starts at line 1, no column: %v", got)
+	}
+}
+
+// junitDoc is the common JUnit XML schema's shape (the one Jenkins, GitLab and Azure
+// Pipelines read): testsuites of testsuite of testcase, each testcase with at most one of
+// failure, error and skipped.
+type junitDoc struct {
+	XMLName  xml.Name `xml:"testsuites"`
+	Tests    int      `xml:"tests,attr"`
+	Failures int      `xml:"failures,attr"`
+	Errors   int      `xml:"errors,attr"`
+	Skipped  int      `xml:"skipped,attr"`
+	Suites   []struct {
+		Name     string `xml:"name,attr"`
+		Tests    int    `xml:"tests,attr"`
+		Failures int    `xml:"failures,attr"`
+		Errors   int    `xml:"errors,attr"`
+		Skipped  int    `xml:"skipped,attr"`
+		Time     string `xml:"time,attr"`
+		Cases    []struct {
+			Name      string `xml:"name,attr"`
+			Classname string `xml:"classname,attr"`
+			Line      int    `xml:"line,attr"`
+			Failure   *struct {
+				Message string `xml:"message,attr"`
+				Type    string `xml:"type,attr"`
+				Text    string `xml:",chardata"`
+			} `xml:"failure"`
+			Error *struct {
+				Message string `xml:"message,attr"`
+			} `xml:"error"`
+			Skipped   *struct{} `xml:"skipped"`
+			SystemOut string    `xml:"system-out"`
+		} `xml:"testcase"`
+	} `xml:"testsuite"`
+}
+
+// TestJUnitShape parses the JUnit reports with encoding/xml: every count matches the test
+// cases, a finding fails its test case exactly when it is at or above --fail-on, a load
+// error errs, a suppressed finding is skipped and a service without findings passes.
+func TestJUnitShape(t *testing.T) {
+	for name, c := range map[string]struct {
+		rep    *Report
+		failOn analyze.Severity
+	}{
+		"demo": {demoReport(t), analyze.Warning}, "demo error": {demoReport(t), analyze.Error}, "demo never": {demoReport(t), 0},
+		"probed": {probedReport(t), analyze.Error}, "broken": {brokenReport(), analyze.Warning}, "suppressed": {suppressedReport(t), analyze.Info},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out := renderWith(t, "junit", c.rep, Options{FailOn: c.failOn})
+			if !strings.HasPrefix(out, xml.Header) {
+				t.Errorf("no XML declaration: %.60q", out)
+			}
+			var doc junitDoc
+			if err := xml.Unmarshal([]byte(out), &doc); err != nil {
+				t.Fatalf("%v:\n%s", err, out)
+			}
+			sum := c.rep.Summarize()
+			wantFail := 0
+			for _, p := range c.rep.Projects {
+				for _, f := range p.Findings {
+					if f.Suppressed == nil && c.failOn != 0 && f.Severity >= c.failOn {
+						wantFail++
+					}
+				}
+			}
+			var tests, failures, errs, skipped int
+			if len(doc.Suites) != len(c.rep.Projects) {
+				t.Errorf("%d testsuites for %d projects", len(doc.Suites), len(c.rep.Projects))
+			}
+			for _, s := range doc.Suites {
+				f, e, k := 0, 0, 0
+				for _, tc := range s.Cases {
+					if tc.Name == "" || tc.Classname == "" {
+						t.Errorf("%s: test case without a name or class: %+v", s.Name, tc)
+					}
+					n := 0
+					if tc.Failure != nil {
+						n, f = n+1, f+1
+						if tc.Failure.Message == "" || !strings.Contains(tc.Failure.Text, "fix: ") || !strings.Contains(tc.Failure.Text, "docs/rules/SHM") {
+							t.Errorf("%s: failure %+v", tc.Name, tc.Failure)
+						}
+					}
+					if tc.Error != nil {
+						n, e = n+1, e+1
+					}
+					if tc.Skipped != nil {
+						n, k = n+1, k+1
+					}
+					if n > 1 {
+						t.Errorf("%s: %d outcomes", tc.Name, n)
+					}
+				}
+				if s.Name == "" || s.Time == "" || s.Tests != len(s.Cases) || s.Failures != f || s.Errors != e || s.Skipped != k {
+					t.Errorf("suite %s says %d/%d/%d/%d, has %d cases, %d failed, %d errors, %d skipped", s.Name, s.Tests, s.Failures, s.Errors, s.Skipped, len(s.Cases), f, e, k)
+				}
+				tests, failures, errs, skipped = tests+s.Tests, failures+f, errs+e, skipped+k
+			}
+			if doc.Tests != tests || doc.Failures != failures || doc.Errors != errs || doc.Skipped != skipped {
+				t.Errorf("testsuites says %d/%d/%d/%d, suites add up to %d/%d/%d/%d", doc.Tests, doc.Failures, doc.Errors, doc.Skipped, tests, failures, errs, skipped)
+			}
+			if failures != wantFail || errs != c.rep.Errors() || skipped != sum.Suppressed {
+				t.Errorf("%d failures (want %d), %d errors (want %d), %d skipped (want %d)", failures, wantFail, errs, c.rep.Errors(), skipped, sum.Suppressed)
+			}
+		})
 	}
 }
 
@@ -222,6 +439,13 @@ func TestFingerprintStable(t *testing.T) {
 	g.Service = "b"
 	if fingerprint(f) == fingerprint(g) {
 		t.Error("another service is another finding")
+	}
+	// A probe finding's message holds what was measured, which varies between runs.
+	p := analyze.Finding{Rule: "SHM204", Service: "a", Pos: analyze.Pos{File: "c.yaml", Line: 3}, Message: "the container was oom-killed after writing 1.4 GiB of 2 GiB to /dev/shm"}
+	q := p
+	q.Message = "the container was oom-killed after writing 1.5 GiB of 2 GiB to /dev/shm"
+	if fingerprint(p) != fingerprint(q) {
+		t.Error("a probe finding changes fingerprint with the bytes the writer reached")
 	}
 }
 

@@ -20,7 +20,7 @@ func GitHub(w io.Writer, r *Report, _ Options) error {
 			githubCommand(ew, "error", e.Pos, "shmdoctor load error", e.Msg)
 		}
 		for _, f := range reported(p.Findings) {
-			githubCommand(ew, githubCommands[f.Severity], f.Pos, f.Rule+" "+f.Name, f.Message+". fix: "+f.Remediation)
+			githubCommand(ew, githubCommands[f.Severity], f.Pos, f.Rule+" "+f.Name, f.Message+". fix: "+f.Remediation+reproducedSentence(f))
 		}
 	}
 	return ew.err

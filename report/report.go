@@ -4,6 +4,7 @@ package report
 
 import (
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -15,6 +16,9 @@ type Report struct {
 	Projects []*Project
 	// ProbeNote says why the probe did not run, when it did not ("" when it ran or was off).
 	ProbeNote string
+	// Interrupted is set when Ctrl-C ended the run before the probe did: the report holds
+	// what was found before it.
+	Interrupted bool
 	// Version is the doctor's version, printed where a format has room for it.
 	Version string
 	// Config is the config file the run read, "" when none.
@@ -40,6 +44,9 @@ type Options struct {
 	// ShowSuppressed lists suppressed findings in text and JSON; SARIF always records
 	// them, the CI annotation formats never show them.
 	ShowSuppressed bool
+	// FailOn is the lowest severity that fails the run (--fail-on): JUnit fails the test
+	// cases of findings at or above it. 0 fails none (--fail-on never).
+	FailOn analyze.Severity
 }
 
 // Renderer writes a report in one format.
@@ -52,6 +59,8 @@ var Formats = map[string]Renderer{
 	"sarif":       SARIF,
 	"github":      GitHub,
 	"codeclimate": CodeClimate,
+	"junit":       JUnit,
+	"baseline":    BaselineFile,
 }
 
 // FormatNames lists the formats, sorted, for --format's help.
@@ -95,6 +104,54 @@ func (r *Report) Summarize() Summary {
 		}
 	}
 	return s
+}
+
+// OnePerPlace reports once a finding that several projects have at the same place, with
+// the same rule, service and message: in a file they all include or extend. The first
+// project keeps it, naming every project it affects in Projects; the others leave it out.
+// It keeps the higher severity, and the probe's evidence from whichever project has it.
+func (r *Report) OnePerPlace() {
+	type key struct {
+		rule, service, msg string
+		pos                analyze.Pos
+		suppressed         bool
+	}
+	type owner struct{ project, index int }
+	first := map[key]owner{}
+	for pi, p := range r.Projects {
+		kept := make([]analyze.Finding, 0, len(p.Findings))
+		for _, f := range p.Findings {
+			k := key{f.Rule, f.Service, f.Message, f.Pos, f.Suppressed != nil}
+			o, seen := first[k]
+			if !seen {
+				first[k] = owner{pi, len(kept)}
+				kept = append(kept, f)
+				continue
+			}
+			g := &r.Projects[o.project].Findings[o.index]
+			if o.project == pi {
+				g = &kept[o.index]
+			}
+			if len(g.Projects) == 0 {
+				g.Projects = []string{r.Projects[o.project].Name}
+			}
+			if !slices.Contains(g.Projects, p.Name) {
+				g.Projects = append(g.Projects, p.Name)
+			}
+			g.Severity = max(g.Severity, f.Severity)
+			if g.Evidence == nil {
+				g.Evidence = f.Evidence
+			}
+		}
+		p.Findings = kept
+	}
+	for _, p := range r.Projects {
+		for i := range p.Findings {
+			if len(p.Findings[i].Projects) < 2 {
+				p.Findings[i].Projects = nil // the same project twice: one project
+			}
+		}
+	}
 }
 
 // Errors counts load errors of every project.

@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"io"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
@@ -96,6 +96,14 @@ type sarifResult struct {
 	RelatedLocations    []sarifLocation    `json:"relatedLocations,omitempty"`
 	PartialFingerprints map[string]string  `json:"partialFingerprints"`
 	Suppressions        []sarifSuppression `json:"suppressions,omitempty"`
+	Properties          *sarifResultProps  `json:"properties,omitempty"`
+}
+
+// sarifResultProps carries what SARIF has no property of its own for: the measurement that
+// reproduced the finding, and the projects it affects.
+type sarifResultProps struct {
+	Evidence *analyze.Evidence `json:"shmdoctor/evidence,omitempty"`
+	Projects []string          `json:"shmdoctor/projects,omitempty"`
 }
 
 // sarifSuppression records why a result is not reported: kind inSource for a comment,
@@ -136,13 +144,11 @@ var sarifLevels = map[analyze.Severity]string{analyze.Error: "error", analyze.Wa
 // (the working folder when it has none), so that the log is the same wherever the doctor
 // ran from.
 func SARIF(w io.Writer, r *Report, _ Options) error {
-	root := r.SourceRoot
-	if root == "" {
-		var err error
-		if root, err = os.Getwd(); err != nil {
-			return err
-		}
+	root, err := r.root()
+	if err != nil {
+		return err
 	}
+	fps := r.fingerprints(root)
 	sarifLoc := func(p analyze.Pos) sarifLocation { return sarifLocAt(p, root) }
 	driver := sarifDriver{Name: "shmdoctor", Version: r.Version, SemanticVersion: semanticVersion(r.Version), InformationURI: toolInfoURI, Rules: []sarifRule{}}
 	index := map[string]int{}
@@ -170,7 +176,10 @@ func SARIF(w io.Writer, r *Report, _ Options) error {
 		rootURI += "/" // §3.14.14: a base URI ends with a slash
 	}
 	run := sarifRun{Tool: sarifTool{driver}, OriginalURIBaseIDs: map[string]sarifArtifact{srcRoot: {URI: rootURI}}, Results: []sarifResult{}}
-	inv := sarifInvocation{ExecutionSuccessful: r.Errors() == 0}
+	inv := sarifInvocation{ExecutionSuccessful: r.Errors() == 0 && !r.Interrupted}
+	if r.Interrupted {
+		inv.ToolExecutionNotifications = append(inv.ToolExecutionNotifications, sarifNotification{Level: "warning", Message: sarifText{"probe " + r.ProbeNote}})
+	}
 	for _, p := range r.Projects {
 		for _, e := range p.Errors {
 			n := sarifNotification{Level: "error", Message: sarifText{e.Msg}}
@@ -179,12 +188,18 @@ func SARIF(w io.Writer, r *Report, _ Options) error {
 			}
 			inv.ToolExecutionNotifications = append(inv.ToolExecutionNotifications, n)
 		}
-		for _, f := range p.Findings {
+		for fi, f := range p.Findings {
 			res := sarifResult{
 				RuleID: f.Rule, RuleIndex: index[f.Rule], Level: sarifLevels[f.Severity],
-				Message:             sarifText{f.Message + ". " + f.Remediation},
+				Message:             sarifText{f.Message + ". " + f.Remediation + reproducedSentence(f)},
 				Locations:           []sarifLocation{sarifLoc(f.Pos)},
-				PartialFingerprints: map[string]string{sarifFPField: fingerprint(rootRelative(f, root))},
+				PartialFingerprints: map[string]string{sarifFPField: fps[p][fi]},
+			}
+			if f.Evidence != nil || len(f.Projects) > 1 {
+				res.Properties = &sarifResultProps{Evidence: f.Evidence}
+				if len(f.Projects) > 1 {
+					res.Properties.Projects = f.Projects
+				}
 			}
 			for i, rel := range f.Related {
 				l := sarifLoc(rel)
@@ -209,6 +224,15 @@ func SARIF(w io.Writer, r *Report, _ Options) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(sarifLog{Schema: sarifSchema, Version: "2.1.0", Runs: []sarifRun{run}})
+}
+
+// reproducedSentence is what the probe reproduced of a finding, as a sentence to append to
+// its message where a format has no place of its own for it.
+func reproducedSentence(f analyze.Finding) string {
+	if f.Evidence == nil {
+		return ""
+	}
+	return " Reproduced by the probe: " + f.Evidence.Message + "."
 }
 
 // semverPattern is Semantic Versioning 2.0.0's own regular expression.
@@ -280,11 +304,33 @@ func rootRelative(f analyze.Finding, root string) analyze.Finding {
 	return f
 }
 
+// fingerprints makes fingerprints unique within one report: two results that only their
+// line tells apart (the same rule, service and message twice in a file) get the first's
+// fingerprint and that fingerprint hashed with their rank, so that each keeps its own
+// identity across runs while the lines move.
+type fingerprints map[string]int
+
+func (seen fingerprints) unique(fp string) string {
+	n := seen[fp]
+	seen[fp]++
+	if n == 0 {
+		return fp
+	}
+	h := sha256.Sum256([]byte(fp + "#" + strconv.Itoa(n)))
+	return hex.EncodeToString(h[:])
+}
+
 // fingerprint identifies a finding across runs: it does not move when lines are inserted
-// above the key.
+// above the key, nor when a measurement varies.
 func fingerprint(f analyze.Finding) string {
+	msg := f.Message
+	if r := analyze.RuleByID(f.Rule); r != nil && r.Probe {
+		// A measurement's message holds what was measured (how far an OOM-killed writer
+		// got), which varies from run to run; a probe rule reports once per service.
+		msg = ""
+	}
 	h := sha256.New()
-	for _, s := range []string{f.Rule, f.Service, filepath.ToSlash(f.File), f.Message} {
+	for _, s := range []string{f.Rule, f.Service, filepath.ToSlash(f.File), msg} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}

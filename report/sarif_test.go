@@ -80,3 +80,16 @@ func TestSARIFSourceRoot(t *testing.T) {
 		t.Errorf("the file system root is %s", got)
 	}
 }
+
+// TestFingerprintsUnique: two results that only their line tells apart get fingerprints of
+// their own, the first keeping the plain one.
+func TestFingerprintsUnique(t *testing.T) {
+	f := analyze.Finding{Rule: "SHM090", Service: "", Pos: analyze.Pos{File: "c.yaml", Line: 3}, Message: "m"}
+	g := f
+	g.Line = 9
+	fps := fingerprints{}
+	a, b := fps.unique(fingerprint(f)), fps.unique(fingerprint(g))
+	if a == b || a != fingerprint(f) {
+		t.Errorf("fingerprints %s and %s", a, b)
+	}
+}

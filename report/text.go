@@ -81,6 +81,9 @@ func textProject(w *errWriter, p *Project, pal palette, o Options) {
 		}
 		sev := pal.Severity[f.Severity].Render(fmt.Sprintf("%-7s", f.Severity))
 		w.printf("    %s %s %s %s\n", sev, pal.Rule.Render(f.Rule), pal.Pos.Render(printable(f.Pos.String())), printable(f.Message))
+		for _, l := range findingNotes(f) {
+			w.printf("            %s\n", pal.Dim.Render(printable(l)))
+		}
 		// Kubernetes fixes carry YAML snippets: their lines stay under the fix.
 		fix := strings.ReplaceAll(printable(f.Remediation, '\n'), "\n", "\n                 ")
 		fix = strings.ReplaceAll(fix, "\n                 \n", "\n\n")
@@ -101,6 +104,19 @@ func textProject(w *errWriter, p *Project, pal palette, o Options) {
 			w.printf("  %s\n", pal.Dim.Render(printable(n)))
 		}
 	}
+}
+
+// findingNotes are the lines under a finding before its fix: the measurement that
+// reproduced it, and the projects it affects when several read its file.
+func findingNotes(f analyze.Finding) []string {
+	var out []string
+	if e := f.Evidence; e != nil {
+		out = append(out, "reproduced: "+e.Message+" ("+e.Rule+")")
+	}
+	if len(f.Projects) > 1 {
+		out = append(out, "in projects "+strings.Join(f.Projects, ", "))
+	}
+	return out
 }
 
 // printable writes the control characters of s as Go escapes (\x1b, \n), except those in

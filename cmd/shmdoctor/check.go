@@ -29,6 +29,8 @@ Usage:
   shmdoctor host [--need 8g]      describe the Docker host for onboarding scripts
   shmdoctor probe --clean         remove probe images and leftover probe containers
   shmdoctor watch [PATH]          size shm_size from what the running stack really uses
+  shmdoctor baseline [PATH...]    accept today's findings; later runs with --baseline
+                                  .shmdoctor-baseline.json report only new ones
   shmdoctor version
 
 With no PATH, the project is found as docker compose finds it: COMPOSE_FILE, or
@@ -110,10 +112,20 @@ type checkFlags struct {
 	fixWrite       bool
 	// sourceRoot is --source-root: what SARIF names files relative to.
 	sourceRoot string
+	// baseline is --baseline: the findings it holds are suppressed.
+	baseline string
+	// writeBaseline is the baseline command: the report is a baseline file.
+	writeBaseline bool
 }
 
 func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
-	var f checkFlags
+	return checkOrBaseline(ctx, args, stdin, stdout, stderr, false)
+}
+
+// checkOrBaseline is the check, or with writeBaseline the baseline command: the same
+// analysis and probe, written as a baseline file.
+func checkOrBaseline(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, writeBaseline bool) (int, error) {
+	f := checkFlags{writeBaseline: writeBaseline}
 	fs := pflag.NewFlagSet("shmdoctor", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
@@ -139,18 +151,26 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	fs.BoolVar(&f.noConfig, "no-config", false, "read no config file")
 	fs.BoolVar(&f.fix, "fix", false, "print a unified diff that fixes the mechanical findings, instead of the report")
 	fs.BoolVar(&f.fixWrite, "write", false, "with --fix: apply the fixes to the files instead of printing the diff")
+	fs.StringVar(&f.baseline, "baseline", "", "report only findings that this baseline `file` (written by shmdoctor baseline) does not hold")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage, usagef("%v", err)
 	}
 	if *help {
-		fmt.Fprint(stdout, checkUsage+flagUsages(fs))
+		usage := checkUsage
+		if writeBaseline {
+			usage = baselineUsage
+		}
+		fmt.Fprint(stdout, usage+flagUsages(fs))
 		return exitClean, nil
 	}
 	f.load.Paths = fs.Args()
 	f.load.Stdin = stdin
 	conf, err := f.loadConfig(fs)
 	if err != nil {
+		return exitUsage, err
+	}
+	if err := f.baselineMode(fs); err != nil {
 		return exitUsage, err
 	}
 	renders, cfg, failOn, err := f.validate()
@@ -167,38 +187,49 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	}
 
 	projects := analyze.Load(ctx, f.load)
-	if err := refuseInputs(f.outputs, inputFiles(projects, &f.load, conf.Path)); err != nil {
+	if err := refuseInputs(f.outputs, append(inputFiles(projects, &f.load, conf.Path), f.baseline)); err != nil {
 		return exitUsage, err
 	}
 	if f.fix {
 		return fixProjects(projects, cfg, &f, stdout, stderr)
 	}
 	rep := &report.Report{Version: versionString(), Config: conf.Path, SourceRoot: srcRoot}
-	checked := map[*analyze.Project][]analyze.Finding{}
+	static := map[*report.Project][]analyze.Finding{}
 	for _, p := range projects {
 		rp := &report.Project{Project: p}
 		if p.Loaded() {
-			rp.Findings = analyze.Check(p, cfg)
-			if v := p.Variant; v != nil {
-				rp.Findings = v.Unrepeated(rp.Findings, checked[v.Of])
-			}
-			checked[p] = rp.Findings
+			static[rp] = analyze.Check(p, cfg)
 		}
 		rep.Projects = append(rep.Projects, rp)
 	}
-	if f.probe != "never" && rep.Errors() == 0 || f.probe == "always" {
-		if err := probeAll(ctx, &f, rep, cfg, stderr); err != nil {
-			if ctx.Err() != nil {
-				return exitInterrupted, err
-			}
+	probed := map[*report.Project][]analyze.Finding{}
+	probing := f.probe != "never" && rep.Errors() == 0 || f.probe == "always"
+	if ctx.Err() != nil && !probing {
+		return exitInterrupted, ctx.Err()
+	}
+	if probing {
+		if err := probeAll(ctx, &f, rep, cfg, probed, stderr); err != nil && ctx.Err() == nil {
 			return exitUsage, fmt.Errorf("probe: %w", err)
 		}
 	}
-	if ctx.Err() != nil {
-		return exitInterrupted, ctx.Err()
+	// Ctrl-C during the probe: what was found before it still makes a report, which says
+	// so, and the exit status says the run was interrupted.
+	interrupted := ctx.Err() != nil
+	if interrupted {
+		rep.Interrupted = true
+		rep.ProbeNote = "interrupted (Ctrl-C): the report holds what was found before it"
+	}
+	if interrupted && f.writeBaseline {
+		return exitInterrupted, ctx.Err() // a baseline of half a probe would accept too little
+	}
+	settle(rep, static, probed)
+	if f.baseline != "" {
+		if err := applyBaseline(rep, f.baseline); err != nil {
+			return exitUsage, err
+		}
 	}
 	for i, render := range renders {
-		o := report.Options{Verbose: f.verbose, Quiet: f.quiet, ShowSuppressed: f.showSuppressed}
+		o := report.Options{Verbose: f.verbose, Quiet: f.quiet, ShowSuppressed: f.showSuppressed, FailOn: failOn}
 		if out := f.outputs[i]; out != "-" {
 			var b bytes.Buffer
 			err := render(&b, rep, o)
@@ -215,13 +246,36 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 			return exitUsage, fmt.Errorf("writing report: %w", err)
 		}
 	}
+	if f.writeBaseline {
+		n := rep.Summarize().Reported()
+		fmt.Fprintf(stdout, "wrote %d %s to %s: later runs with --baseline %s report only new findings\n", n, plural(n, "finding", "findings"), f.outputs[0], f.outputs[0])
+	}
 	switch {
+	case interrupted:
+		return exitInterrupted, nil
 	case rep.Errors() > 0:
 		return exitUsage, nil
 	case failOn != 0 && rep.Worst() >= failOn:
 		return exitFindings, nil
 	}
 	return exitClean, nil
+}
+
+// settle makes each project's findings from its static ones and the probe's: a measurement
+// that reproduces a prediction becomes the predicting finding's evidence, a variant leaves
+// out what its base project reports at the same place, and a finding in a file several
+// projects read is reported once, naming them all.
+func settle(rep *report.Report, static, probed map[*report.Project][]analyze.Finding) {
+	final := map[*analyze.Project][]analyze.Finding{}
+	for _, rp := range rep.Projects {
+		fs := analyze.WithEvidence(static[rp], probed[rp], rp.Measurements)
+		if v := rp.Variant; v != nil {
+			fs = v.Unrepeated(fs, final[v.Of])
+		}
+		final[rp.Project] = fs
+		rp.Findings = fs
+	}
+	rep.OnePerPlace()
 }
 
 // inputFiles lists every file the projects were read from, as far as the doctor knows them:

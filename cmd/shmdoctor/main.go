@@ -80,14 +80,15 @@ type subcommand func(ctx context.Context, args []string, stdin io.Reader, stdout
 
 // subcommands maps the first argument to its command; anything else is a check.
 var subcommands = map[string]subcommand{
-	"check":   check,
-	"rules":   rules,
-	"explain": explain,
-	"version": version,
-	"agent":   agent,
-	"probe":   probeCmd,
-	"host":    host,
-	"watch":   watch,
+	"check":    check,
+	"baseline": baseline,
+	"rules":    rules,
+	"explain":  explain,
+	"version":  version,
+	"agent":    agent,
+	"probe":    probeCmd,
+	"host":     host,
+	"watch":    watch,
 
 	pluginMetadataCommand: pluginMetadata,
 }

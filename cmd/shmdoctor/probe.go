@@ -18,10 +18,11 @@ import (
 	"github.com/shmdoctor/shmdoctor/report"
 )
 
-// probeAll measures every loaded project in throwaway containers and adds the measurement
-// findings. With --probe auto a daemon that does not answer is one line in the report; with
-// always it is an error.
-func probeAll(ctx context.Context, f *checkFlags, rep *report.Report, cfg analyze.Config, stderr io.Writer) error {
+// probeAll measures every loaded project in throwaway containers and puts the measurement
+// findings in probed, by project. With --probe auto a daemon that does not answer is one
+// line in the report; with always it is an error. Interrupted, it keeps the measurements of
+// the projects whose probe had ended and returns the context's error.
+func probeAll(ctx context.Context, f *checkFlags, rep *report.Report, cfg analyze.Config, probed map[*report.Project][]analyze.Finding, stderr io.Writer) error {
 	// Kubernetes containers are never started here: their /dev/shm comes from the kubelet.
 	plans := map[*report.Project][]*analyze.ShmPlan{}
 	for _, rp := range rep.Projects {
@@ -47,7 +48,7 @@ func probeAll(ctx context.Context, f *checkFlags, rep *report.Report, cfg analyz
 		cancel()
 	}
 	if err != nil {
-		if f.probe == "always" {
+		if f.probe == "always" || ctx.Err() != nil {
 			return err
 		}
 		rep.ProbeNote = "skipped: " + err.Error()
@@ -65,13 +66,16 @@ func probeAll(ctx context.Context, f *checkFlags, rep *report.Report, cfg analyz
 		stopProgress := showProgress(f, &opts, rp, plans[rp], stderr)
 		ms, err := probe.Run(ctx, c, plans[rp], opts)
 		stopProgress()
+		if ctx.Err() != nil {
+			// Interrupted: what this project's probe gathered is incomplete.
+			return cmp.Or(err, ctx.Err())
+		}
 		if ms != nil {
 			rp.Measurements = ms
-			rp.Findings = append(rp.Findings, analyze.CheckMeasurements(rp.Project, cfg, ms)...)
-			analyze.SortFindings(rp.Findings)
+			probed[rp] = analyze.CheckMeasurements(rp.Project, cfg, ms)
 		}
 		if err != nil {
-			if ctx.Err() != nil || f.probe == "always" {
+			if f.probe == "always" {
 				return err
 			}
 			rep.ProbeNote = fmt.Sprintf("project %s: %v", rp.Name, err)

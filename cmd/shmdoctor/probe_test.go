@@ -100,12 +100,16 @@ type probeDoc struct {
 				CreateError string `json:"create_error"`
 			}
 		}
-		Findings []struct{ Rule, Service string }
+		Findings []struct {
+			Rule, Service, Severity string
+			Evidence                *struct{ Rule, Message string }
+		}
 	}
 }
 
 // TestProbeFixture probes every IPC mode and mount kind: the predicted size equals the
-// measured one, and ENOSPC, OOM kill and a refused donor are reproduced and reported.
+// measured one, and ENOSPC, OOM kill and a refused donor are reproduced and reported once,
+// by the static rule that predicted them, with the measurement as evidence.
 func TestProbeFixture(t *testing.T) {
 	code, out, errs := doctor(t, nil, "--format", "json", "--probe", "always", "--fail-on", "never", "testdata/probe")
 	if code != exitClean {
@@ -120,7 +124,14 @@ func TestProbeFixture(t *testing.T) {
 	}
 	rules := map[string][]string{}
 	for _, f := range doc.Projects[0].Findings {
-		rules[f.Service] = append(rules[f.Service], f.Rule)
+		rule := f.Rule
+		if f.Evidence != nil {
+			rule += "+" + f.Evidence.Rule
+			if f.Severity != "error" || f.Evidence.Message == "" {
+				t.Errorf("%s %s reproduced by %+v is a %s", f.Service, f.Rule, f.Evidence, f.Severity)
+			}
+		}
+		rules[f.Service] = append(rules[f.Service], rule)
 	}
 	for _, s := range doc.Projects[0].Services {
 		m := s.Probe
@@ -130,7 +141,7 @@ func TestProbeFixture(t *testing.T) {
 		}
 		switch s.Name {
 		case "refused":
-			if !strings.Contains(m.CreateError, "non-shareable IPC") || !contains(rules[s.Name], "SHM205") {
+			if !strings.Contains(m.CreateError, "non-shareable IPC") || !contains(rules[s.Name], "SHM006+SHM205") || contains(rules[s.Name], "SHM205") {
 				t.Errorf("refused: create error %q, findings %v", m.CreateError, rules[s.Name])
 			}
 			continue
@@ -162,7 +173,7 @@ func TestProbeFixture(t *testing.T) {
 			t.Errorf("%s: write %+v, want %s", s.Name, m.Write, want)
 		}
 	}
-	if !contains(rules["enospc"], "SHM202") || !contains(rules["oom"], "SHM204") {
+	if !contains(rules["enospc"], "SHM010+SHM202") || !contains(rules["oom"], "SHM012+SHM204") || contains(rules["enospc"], "SHM202") || contains(rules["oom"], "SHM204") {
 		t.Errorf("findings: enospc %v, oom %v", rules["enospc"], rules["oom"])
 	}
 	if left := probeContainers(t, "probe-fixture"); len(left) > 0 {
@@ -170,27 +181,34 @@ func TestProbeFixture(t *testing.T) {
 	}
 }
 
-// TestProbeInterrupt sends SIGINT to the doctor in the middle of a probe: it exits 130 and no
-// container is left behind.
+// TestProbeInterrupt sends SIGINT to the doctor's real binary when the daemon reports its
+// first probe container started: the doctor still prints the static report, with a line
+// saying the probe was interrupted, exits 130, and no container of the run is left behind.
 func TestProbeInterrupt(t *testing.T) {
-	dir := t.TempDir()
-	stack := "name: probe-interrupt\nservices:\n  slow:\n    image: alpine\n    shm_size: 2g\n    x-shmdoctor: {need: 2g}\n  donor:\n    image: alpine\n    ipc: shareable\n  joiner:\n    image: alpine\n    ipc: service:donor\n"
-	if err := os.WriteFile(filepath.Join(dir, "compose.yaml"), []byte(stack), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(buildDoctor(t), "--probe", "always", "--write-probe", "2g", dir)
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
+	c := dockerClient(t)
+	project := "probe-interrupt-" + randomHex(3)
+	t.Cleanup(func() { removeProjectContainers(t, c, project) })
+	// ignored has a static finding (SHM001); slow writes 2 GiB, which takes a while.
+	dir := writeStack(t, project, "  slow:\n    image: alpine\n    shm_size: 2g\n    x-shmdoctor: {need: 2g}\n"+
+		"  ignored:\n    image: alpine\n    ipc: host\n    shm_size: 1g\n  donor:\n    image: alpine\n    ipc: shareable\n"+
+		"  joiner:\n    image: alpine\n    ipc: service:donor\n")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	f := make(client.Filters).Add("type", "container").Add("event", "start").Add("label", "io.shmdoctor.project="+project)
+	events := c.Events(ctx, client.EventsListOptions{Filters: f})
+
+	cmd := exec.Command(buildDoctor(t), "--probe", "always", "--write-probe", "2g", "--color", "never", dir)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for len(probeContainers(t, "probe-interrupt")) == 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if len(probeContainers(t, "probe-interrupt")) == 0 {
+	select {
+	case <-events.Messages:
+	case err := <-events.Err:
 		_ = cmd.Process.Kill()
-		t.Fatalf("no probe container appeared: %s", errb.String())
+		t.Fatalf("following the daemon's events: %v; doctor: %s", err, errb.String())
 	}
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
@@ -199,7 +217,12 @@ func TestProbeInterrupt(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
 		t.Errorf("exit %v, want 130: %s", err, errb.String())
 	}
-	if left := probeContainers(t, "probe-interrupt"); len(left) > 0 {
+	for _, want := range []string{"project " + project, "SHM001 ", "probe: interrupted (Ctrl-C)", "1 warning"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in the report:\n%s\nstderr: %s", want, out.String(), errb.String())
+		}
+	}
+	if left := probeContainers(t, project); len(left) > 0 {
 		t.Errorf("containers left behind after Ctrl-C: %v", left)
 	}
 }
