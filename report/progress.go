@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"charm.land/lipgloss/v2"
+
 	"github.com/shmdoctor/shmdoctor/analyze"
 	"github.com/shmdoctor/shmdoctor/probe"
 )
@@ -35,7 +37,10 @@ type progressLine struct {
 }
 
 // probeResult is what a finished line shows.
-type probeResult struct{ size, write, problem string }
+type probeResult struct {
+	size, write, problem string
+	outcome              analyze.WriteOutcome
+}
 
 // NewProgress returns a Progress writing to w (a terminal): a title line, then the services
 // in this order.
@@ -126,7 +131,15 @@ func (p *Progress) line(service string, l *progressLine) string {
 		if l.m.problem != "" {
 			return fmt.Sprintf("  %s  %s", name, p.pal.Severity[analyze.Error].Render(l.m.problem))
 		}
-		return fmt.Sprintf("  %s  %s  %s", name, p.pal.OK.Render(l.m.size), p.pal.Dim.Render(l.m.write))
+		// green only when the write probe filled what it aimed at
+		size, write := p.pal.OK, p.pal.Dim
+		switch l.m.outcome {
+		case analyze.WriteENOSPC, analyze.WriteSIGBUS, analyze.WriteOOMKilled:
+			size, write = p.pal.Severity[analyze.Error], p.pal.Severity[analyze.Error]
+		case analyze.WriteSkipped:
+			size = lipgloss.NewStyle()
+		}
+		return fmt.Sprintf("  %s  %s  %s", name, size.Render(l.m.size), write.Render(l.m.write))
 	case probe.StageWaiting:
 		return fmt.Sprintf("  %s  %s", name, p.pal.Dim.Render("waiting"))
 	}
@@ -142,7 +155,7 @@ func (p *Progress) line(service string, l *progressLine) string {
 func result(e probe.Event) *probeResult {
 	m := e.Measurement
 	cols := measured(m)
-	r := &probeResult{size: cols[0], write: cols[1]}
+	r := &probeResult{size: cols[0], write: cols[1], outcome: outcome(m)}
 	switch {
 	case m == nil:
 		r.problem = "no measurement"

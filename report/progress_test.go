@@ -71,3 +71,17 @@ func TestProgressNarrow(t *testing.T) {
 		t.Fatalf("screen:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// TestProgressColourFollowsOutcome: a finished line shows its size in green only when the
+// write probe filled what it aimed at; after ENOSPC the size is red.
+func TestProgressColourFollowsOutcome(t *testing.T) {
+	var out bytes.Buffer
+	p := NewProgress(&out, true, "probing llm", []string{"scraper"})
+	size := int64(64 << 20)
+	p.Update(probe.Event{Service: "scraper", Stage: probe.StageDone, Measurement: &analyze.Measurement{
+		Exists: true, MeasuredBytes: &size, Write: &analyze.Write{Outcome: analyze.WriteENOSPC, WrittenBytes: size},
+	}})
+	if strings.Contains(out.String(), p.pal.OK.Render("64 MiB")) || !strings.Contains(out.String(), p.pal.Severity[analyze.Error].Render("64 MiB")) {
+		t.Errorf("the size after ENOSPC is not red: %q", out.String())
+	}
+}

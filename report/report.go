@@ -40,6 +40,9 @@ type Options struct {
 	// ShowSuppressed lists suppressed findings in text and JSON; SARIF always records
 	// them, the CI annotation formats never show them.
 	ShowSuppressed bool
+	// Width is the number of columns the text formats are laid out for; 0 is DefaultWidth.
+	// Lines wrap at word boundaries to it and tables narrow their wrapping cells.
+	Width int
 }
 
 // Renderer writes a report in one format.

@@ -8,8 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"time"
 
+	"github.com/charmbracelet/x/term"
 	"github.com/spf13/pflag"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
@@ -198,7 +200,7 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return exitInterrupted, ctx.Err()
 	}
 	for i, render := range renders {
-		o := report.Options{Verbose: f.verbose, Quiet: f.quiet, ShowSuppressed: f.showSuppressed}
+		o := report.Options{Verbose: f.verbose, Quiet: f.quiet, ShowSuppressed: f.showSuppressed, Width: textWidth(nil)}
 		if out := f.outputs[i]; out != "-" {
 			var b bytes.Buffer
 			err := render(&b, rep, o)
@@ -211,6 +213,7 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 			continue
 		}
 		o.Color = useColor(f.color, stdout)
+		o.Width = textWidth(stdout)
 		if err := render(stdout, rep, o); err != nil {
 			return exitUsage, fmt.Errorf("writing report: %w", err)
 		}
@@ -409,6 +412,20 @@ func useColor(mode string, out io.Writer) bool {
 		return false
 	}
 	return isTerminal(out)
+}
+
+// textWidth is the width text is laid out for: COLUMNS when it holds a number, else the
+// width of the terminal out is (nil for a file), else report.DefaultWidth.
+func textWidth(out io.Writer) int {
+	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
+		return n
+	}
+	if f, ok := out.(*os.File); ok && isTerminal(out) {
+		if w, _, err := term.GetSize(f.Fd()); err == nil && w > 0 {
+			return w
+		}
+	}
+	return report.DefaultWidth
 }
 
 // isTerminal reports whether w is a terminal.
