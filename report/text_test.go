@@ -140,7 +140,10 @@ func TestTextWidths(t *testing.T) {
 			}
 		}
 		// Every word of the unwrapped findings is there, whole, in the same order.
-		findings := func(s string) string { before, _, _ := strings.Cut(s, "\n\n"); return strings.Join(strings.Fields(before), " ") }
+		findings := func(s string) string {
+			before, _, _ := strings.Cut(s, "\n\n")
+			return strings.Join(strings.Fields(before), " ")
+		}
 		if findings(full) != findings(got) {
 			t.Errorf("%d columns: the words of the findings differ from the unwrapped report", width)
 		}
