@@ -68,9 +68,9 @@ func wrapPlain(text string, width int) []string {
 	return append(lines, line)
 }
 
-// units are the words that stay on the line of the number before them: a size or a speed
-// read across two lines is misread.
-var units = map[string]bool{"B": true, "KiB": true, "MiB": true, "GiB": true, "TiB": true, "GB/s": true}
+// units are the words that stay on the line of the word before them: a size or a speed
+// read across two lines is misread, and "24 MiB headroom" is one verdict.
+var units = map[string]bool{"B": true, "KiB": true, "MiB": true, "GiB": true, "TiB": true, "GB/s": true, "headroom": true}
 
 // words splits text at spaces into the pieces a line may break between: a size stays one
 // piece ("2.2 GiB"), and "@" goes with what follows.
@@ -102,6 +102,7 @@ func longestWord(text string) int {
 type cell struct {
 	text  string
 	style lipgloss.Style
+	keep  bool // never wrapped, even in a column that wraps (a bar)
 }
 
 func plainCells(ss ...string) []cell {
@@ -130,7 +131,7 @@ func layoutRows(rows [][]cell, wrap map[int]bool, indent, width int, header lipg
 		for i, c := range row {
 			w := lipgloss.Width(c.text)
 			widths[i] = max(widths[i], w)
-			if wrap[i] && r > 0 {
+			if wrap[i] && r > 0 && !c.keep {
 				w = longestWord(c.text)
 			}
 			minw[i] = max(minw[i], w)
@@ -150,7 +151,7 @@ func layoutRows(rows [][]cell, wrap map[int]bool, indent, width int, header lipg
 		for _, row := range rows[1:] {
 			rh := 1
 			for i, c := range row {
-				if wrap[i] && lipgloss.Width(c.text) > widths[i] {
+				if wrap[i] && !c.keep && lipgloss.Width(c.text) > widths[i] {
 					rh = max(rh, len(wrapPlain(c.text, widths[i])))
 				}
 			}
@@ -183,7 +184,7 @@ func layoutRows(rows [][]cell, wrap map[int]bool, indent, width int, header lipg
 		height := 1
 		for i, c := range row {
 			cells[i] = []string{c.text}
-			if wrap[i] && lipgloss.Width(c.text) > widths[i] {
+			if wrap[i] && !c.keep && lipgloss.Width(c.text) > widths[i] {
 				cells[i] = wrapPlain(c.text, widths[i])
 			}
 			height = max(height, len(cells[i]))

@@ -76,12 +76,13 @@ func TestWatchLive(t *testing.T) {
 	s := watchSummary()
 	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	sample := analyze.WatchSample{Type: "sample", Time: start.Add(7 * time.Second), Project: s.Project, Services: s.Services, Containers: s.Containers}
-	got := strings.Join(liveLines(sample, start, time.Second, newPalette(false)), "\n") + "\n"
+	got := strings.Join(liveLines(sample, start, time.Second, newPalette(false), 120), "\n") + "\n"
 	testutil.Golden(t, filepath.Join("testdata", "watch-live.txt"), got, *update, "go test ./report -update")
 
 	// On a terminal each drawing goes back over the previous one.
 	var b bytes.Buffer
 	v := NewLiveView(&b, false)
+	v.size = func() (int, int) { return 120, 40 }
 	for range 2 {
 		if err := v.Draw(sample, start, time.Second); err != nil {
 			t.Fatal(err)
@@ -89,6 +90,29 @@ func TestWatchLive(t *testing.T) {
 	}
 	if n := strings.Count(b.String(), "\x1b[8F"); n != 1 {
 		t.Errorf("the second drawing moved back over the first %d times, want once:\n%q", n, b.String())
+	}
+}
+
+// TestWatchLive80 draws the live view on an 80-column terminal: the headroom, the verdict
+// of the memory limit column, is never cut ("64 MiB, 2…" was all that showed).
+func TestWatchLive80(t *testing.T) {
+	s := watchSummary()
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	sample := analyze.WatchSample{Type: "sample", Time: start.Add(7 * time.Second), Project: s.Project, Services: s.Services, Containers: s.Containers}
+	got := strings.Join(liveLines(sample, start, time.Second, newPalette(false), 80), "\n") + "\n"
+	testutil.Golden(t, filepath.Join("testdata", "watch-live-80.txt"), got, *update, "go test ./report -update")
+	var b bytes.Buffer
+	v := NewLiveView(&b, true)
+	v.size = func() (int, int) { return 80, 24 }
+	for range 3 {
+		if err := v.Draw(sample, start, time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	screen, scrollback := testutil.Terminal(b.String(), 80, 24)
+	text := strings.Join(screen, "\n")
+	if len(scrollback) > 0 || !strings.Contains(text, "24 MiB headroom") || strings.Contains(text, "…") {
+		t.Errorf("screen:\n%s\nscrollback:\n%s", text, strings.Join(scrollback, "\n"))
 	}
 }
 

@@ -156,7 +156,7 @@ func watch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if *format == "json" {
 		err = report.WatchJSONSummary(stdout, sum)
 	} else {
-		err = report.WatchText(stdout, sum, report.Options{Color: useColor(*color, stdout)})
+		err = report.WatchText(stdout, sum, report.Options{Color: useColor(*color, stdout), Width: textWidth(stdout)})
 	}
 	if err == nil {
 		err = writeErr
