@@ -9,7 +9,9 @@ import (
 // explain`, docs/rules and the help of SARIF rules.
 func (r *Rule) Markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# %s %s\n\n%s. Default severity: %s.\n\n", r.ID, r.Name, capitalize(r.Title), r.Severity)
+	// The title as written, never capitalised: it often starts with a compose key
+	// (shm_size, ipc: none, tmpfs), which is lowercase in every compose file.
+	fmt.Fprintf(&b, "# %s %s\n\n%s. Default severity: %s.\n\n", r.ID, r.Name, r.Title, r.Severity)
 	fmt.Fprintf(&b, "## Rationale\n\n%s\n\n", r.Doc.Rationale)
 	fmt.Fprintf(&b, "## Problematic\n\n```yaml\n%s```\n\n", r.Doc.Problematic)
 	fmt.Fprintf(&b, "## Correct\n\n```yaml\n%s```\n\n", r.Doc.Correct)
@@ -21,11 +23,4 @@ func (r *Rule) Markdown() string {
 		}
 	}
 	return b.String()
-}
-
-func capitalize(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
 }
