@@ -37,7 +37,7 @@ func Text(w io.Writer, r *Report, o Options) error {
 		tw.lines(wrapWords("", "probe: "+r.ProbeNote, o.width(), 2, pal.Dim))
 	}
 	s := r.Summarize()
-	if !o.Quiet || s.Reported() > 0 || r.Errors() > 0 {
+	if !o.Quiet || s.Error+s.Warning > 0 || r.Errors() > 0 {
 		tw.printf("\n")
 		tw.lines(wrapWords("", summaryLine(r, s, pal, o), o.width(), 2, lipgloss.NewStyle()))
 	}
@@ -53,6 +53,10 @@ func textProject(w *errWriter, p *Project, pal palette, o Options) {
 		title += " (" + strings.Join(p.Files, ", ") + ")"
 	}
 	findings := p.Shown(o)
+	if o.Quiet {
+		// errors and warnings only, as hadolint's and kube-linter's quiet modes print
+		findings = slices.DeleteFunc(slices.Clone(findings), func(f analyze.Finding) bool { return f.Severity < analyze.Warning })
+	}
 	if !o.Quiet || len(findings) > 0 || len(p.Errors) > 0 {
 		w.lines(wrapWords("", printable(title), width, 2, pal.Project))
 		if v := p.Variant; v != nil {

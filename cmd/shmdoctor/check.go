@@ -133,21 +133,29 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	fs.DurationVar(&f.probeWait, "probe-timeout", 60*time.Second, fmt.Sprintf("time limit for the whole probe, the daemon's first answer included; removing the containers may take %s more (the cleanup grace)", probe.CleanupGrace))
 	fs.StringVar(&f.write, "write-probe", "auto", "write probe target: auto, off, or a size such as 512m")
 	fs.StringVar(&f.sourceRoot, "source-root", "", "SARIF names files relative to this `folder` (default: the git repository holding the working folder, else the working folder)")
-	fs.StringVar(&f.color, "color", "auto", "colour: auto|always|never (auto follows the terminal and NO_COLOR)")
-	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print only findings and errors")
+	fs.StringVar(&f.color, "color", "auto", "colour: auto|always|never (auto follows the terminal, NO_COLOR and FORCE_COLOR)")
+	noColor := fs.Bool("no-color", false, "no colour: --color never")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print only errors and warnings: no info, table or notes")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "show how each service's /dev/shm was derived, and the config file read")
 	fs.BoolVar(&f.showSuppressed, "show-suppressed", false, "list suppressed findings too (text and JSON; SARIF always records them)")
 	fs.StringVar(&f.config, "config", "", "read settings from this `file` (default: .shmdoctor.yaml here or in the nearest parent)")
 	fs.BoolVar(&f.noConfig, "no-config", false, "read no config file")
 	fs.BoolVar(&f.fix, "fix", false, "print a unified diff that fixes the mechanical findings, instead of the report")
 	fs.BoolVar(&f.fixWrite, "write", false, "with --fix: apply the fixes to the files instead of printing the diff")
+	showVersion := fs.BoolP("version", "V", false, "print the version and exit (as shmdoctor version)")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
-		return exitUsage, usagef("%v", err)
+		return exitUsage, flagError(fs, err)
 	}
 	if *help {
 		fmt.Fprint(stdout, checkUsage+flagUsages(fs))
 		return exitClean, nil
+	}
+	if *showVersion {
+		return version(ctx, nil, stdin, stdout, stderr)
+	}
+	if err := noColorFlag(fs, *noColor, &f.color); err != nil {
+		return exitUsage, err
 	}
 	f.load.Paths = fs.Args()
 	f.load.Stdin = stdin
@@ -400,7 +408,9 @@ func (f *checkFlags) validateOutputs() ([]report.Renderer, error) {
 	return renders, nil
 }
 
-// useColor decides colour: --color wins, then NO_COLOR, then whether out is a terminal.
+// useColor decides colour: --color (and --no-color) win, then FORCE_COLOR, then NO_COLOR
+// and TERM=dumb, then whether out is a terminal. FORCE_COLOR is for CI logs that render
+// colour without being terminals; 0 or false leave it unset, as other tools read it.
 func useColor(mode string, out io.Writer) bool {
 	switch mode {
 	case "always":
@@ -408,10 +418,27 @@ func useColor(mode string, out io.Writer) bool {
 	case "never":
 		return false
 	}
+	switch v := os.Getenv("FORCE_COLOR"); v {
+	case "", "0", "false":
+	default:
+		return true
+	}
 	if os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
 		return false
 	}
 	return isTerminal(out)
+}
+
+// noColorFlag applies --no-color to --color: the two agree or it is a usage error.
+func noColorFlag(fs *pflag.FlagSet, noColor bool, color *string) error {
+	if !noColor {
+		return nil
+	}
+	if fs.Changed("color") && *color != "never" {
+		return usagef("--no-color and --color %s exclude each other", *color)
+	}
+	*color = "never"
+	return nil
 }
 
 // textWidth is the width text is laid out for: COLUMNS when it holds a number, else the

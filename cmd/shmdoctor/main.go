@@ -51,12 +51,21 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 // run is main without os.Exit, so tests run the whole command in-process.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cmd, rest := "check", args
+	var code int
+	var err error
 	if len(args) > 0 {
 		if _, ok := subcommands[args[0]]; ok {
 			cmd, rest = args[0], args[1:]
+		} else if args[0] == "help" {
+			code, err = help(ctx, args[1:], stdin, stdout, stderr)
+			cmd = ""
+		} else {
+			err = mistypedCommand(args[0])
 		}
 	}
-	code, err := subcommands[cmd](ctx, rest, stdin, stdout, stderr)
+	if err == nil && cmd != "" {
+		code, err = subcommands[cmd](ctx, rest, stdin, stdout, stderr)
+	}
 	var ue usageError
 	switch {
 	case err == nil:

@@ -129,7 +129,7 @@ func probeCmd(ctx context.Context, args []string, _ io.Reader, stdout, _ io.Writ
 	clean := fs.Bool("clean", false, "remove probe images and leftover probe containers")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
-		return exitUsage, usagef("probe: %v", err)
+		return exitUsage, flagError(fs, err)
 	}
 	if *help {
 		fmt.Fprint(stdout, probeUsage+flagUsages(fs))
@@ -173,7 +173,7 @@ func host(ctx context.Context, args []string, _ io.Reader, stdout, _ io.Writer) 
 	timeout := fs.Duration("probe-timeout", 60*time.Second, fmt.Sprintf("time limit for the measurements, the daemon's first answer included; cleanup may take %s more", probe.CleanupGrace))
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
-		return exitUsage, usagef("host: %v", err)
+		return exitUsage, flagError(fs, err)
 	}
 	if *help {
 		fmt.Fprint(stdout, hostUsage+flagUsages(fs))

@@ -71,10 +71,14 @@ func watch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	headroom := fs.Float64("headroom", analyze.DefaultHeadroom, "recommended shm_size = observed peak × this factor, 1 to 100")
 	format := fs.String("format", "text", "output format: text|json (json: one object per sample, then the summary)")
 	method := fs.String("method", "auto", "how use is read: auto|stats|agent|df")
-	color := fs.String("color", "auto", "colour: auto|always|never")
+	color := fs.String("color", "auto", "colour: auto|always|never (auto follows the terminal, NO_COLOR and FORCE_COLOR)")
+	noColor := fs.Bool("no-color", false, "no colour: --color never")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
-		return exitUsage, usagef("watch: %v", err)
+		return exitUsage, flagError(fs, err)
+	}
+	if err := noColorFlag(fs, *noColor, color); err != nil {
+		return exitUsage, err
 	}
 	if *help {
 		fmt.Fprint(stdout, watchUsage+flagUsages(fs))
