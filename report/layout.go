@@ -69,8 +69,8 @@ func wrapPlain(text string, width int) []string {
 }
 
 // units are the words that stay on the line of the word before them: a size or a speed
-// read across two lines is misread, and "24 MiB headroom" is one verdict.
-var units = map[string]bool{"B": true, "KiB": true, "MiB": true, "GiB": true, "TiB": true, "GB/s": true, "headroom": true}
+// read across two lines is misread, and "24 MiB headroom" or "create failed" is one verdict.
+var units = map[string]bool{"failed": true, "B": true, "KiB": true, "MiB": true, "GiB": true, "TiB": true, "GB/s": true, "headroom": true}
 
 // words splits text at spaces into the pieces a line may break between: a size stays one
 // piece ("2.2 GiB"), and "@" goes with what follows.

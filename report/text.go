@@ -93,7 +93,13 @@ func textProject(w *errWriter, p *Project, pal palette, o Options) {
 		lead := "    " + sev + " " + pal.Rule.Render(f.Rule) + " " + pal.Pos.Render(printable(f.Pos.String()))
 		// The line ends with the rule's page, as compose-lint's do: one click from a
 		// finding to its rationale and examples.
-		w.lines(wrapWords(lead, printable(f.Message)+" "+pal.Dim.Render(RuleURL(f.Rule)), width, 12, lipgloss.NewStyle()))
+		msg := printable(f.Message)
+		if plain := plainWords(f.Message); plain != "" {
+			// the engine's raw words stay, under what they mean
+			w.lines(wrapWords(lead, plain, width, 12, lipgloss.NewStyle()))
+			lead = strings.Repeat(" ", 12)
+		}
+		w.lines(wrapWords(lead, msg+" "+pal.Dim.Render(RuleURL(f.Rule)), width, 12, lipgloss.NewStyle()))
 		textFix(w, printable(f.Remediation, '\n'), pal, width)
 	}
 	if o.Verbose {
@@ -391,6 +397,9 @@ func probeNotes(p *Project) []string {
 			add("probe: " + o)
 		}
 		if m.Error != "" {
+			if plain := plainWords(m.Error); plain != "" {
+				add("probe: " + plan.Service + ": " + plain)
+			}
 			add("probe: " + plan.Service + ": " + m.Error)
 		}
 		if w := m.Write; w != nil && w.BudgetCapped {

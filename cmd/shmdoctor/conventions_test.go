@@ -118,3 +118,25 @@ func TestConfigYmlAndRuleNames(t *testing.T) {
 		}
 	}
 }
+
+// TestPlainWordsRealEngine asks the real engine for the memlock ulimit NVIDIA recommends
+// (-1, unlimited), which an engine whose daemon runs with a finite memlock hard limit
+// refuses (8 MiB on the development machine, as on many distributions): runc's raw "error
+// setting rlimit type 8" gets a line in plain words in front of it, and nothing is left
+// behind.
+func TestPlainWordsRealEngine(t *testing.T) {
+	dir := testutil.WriteFiles(t, map[string]string{"compose.yaml": "services:\n  app:\n    image: alpine\n    ulimits:\n      memlock: -1\n"})
+	const project = "shmdoctor-plain-words"
+	code, out, errs := doctor(t, []string{"COLUMNS=" + wideColumns, "NO_COLOR=1"}, "--probe", "always", "-p", project, dir)
+	if left := probeContainers(t, project); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+	if code == exitClean && strings.Contains(out, "ok 64 MiB") {
+		t.Skip("this engine grants memlock -1: its daemon runs with no memlock limit")
+	}
+	plain := strings.Index(out, "the engine refused the memlock ulimit (rlimit type 8)")
+	raw := strings.Index(out, "error setting rlimit type 8: operation not permitted")
+	if code != exitFindings || plain < 0 || raw < 0 || plain > raw {
+		t.Errorf("exit %d, the plain words are not in front of the raw error:\n%s%s", code, out, errs)
+	}
+}
