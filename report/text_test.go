@@ -28,7 +28,7 @@ func TestTextOneBlockPerService(t *testing.T) {
 		rep.Projects = append(rep.Projects, &Project{Project: p, Findings: analyze.Check(p, analyze.Config{})})
 	}
 	var out bytes.Buffer
-	if err := Text(&out, rep, Options{Quiet: true}); err != nil {
+	if err := Text(&out, rep, Options{Width: 1000}); err != nil { // every finding, info too, on one line
 		t.Fatal(err)
 	}
 	header := regexp.MustCompile(`^  (\S+)$`)
@@ -174,9 +174,9 @@ func TestTextColourFollowsOutcome(t *testing.T) {
 func TestPlainWords(t *testing.T) {
 	for raw, want := range map[string]string{
 		"docker refused the service's settings: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: error setting rlimits for ready process: error setting rlimit type 8: operation not permitted: unknown": "the engine refused the memlock ulimit (rlimit type 8)",
-		"error setting rlimit type 3: operation not permitted": "the engine refused the stack ulimit (rlimit type 3)",
+		"error setting rlimit type 3: operation not permitted":                                                         "the engine refused the stack ulimit (rlimit type 3)",
 		"can't join IPC of container trainer: non-shareable IPC (hint: use IpcMode:shareable for the donor container)": "(trainer) does not share it: it needs ipc: shareable",
-		"error setting rlimit type 99: operation not permitted": "",
+		"error setting rlimit type 99: operation not permitted":                                                        "",
 		"no space left on device": "",
 	} {
 		if got := plainWords(raw); want == "" && got != "" || !strings.Contains(got, want) {
