@@ -365,7 +365,14 @@ func measured(m *analyze.Measurement) []string {
 	if m.Write != nil {
 		write = string(m.Write.Outcome)
 		if m.Write.Outcome != analyze.WriteSkipped {
-			write += " " + analyze.FormatSize(m.Write.WrittenBytes)
+			// /dev/shm never holds more than its size: a count above it (under ipc: host,
+			// where the host's tmpfs is shared, or a chunk the kernel refused) is not
+			// what this container's /dev/shm held.
+			written := m.Write.WrittenBytes
+			if m.MeasuredBytes != nil && written > *m.MeasuredBytes {
+				written = *m.MeasuredBytes
+			}
+			write += " " + analyze.FormatSize(written)
 		}
 		if m.Write.GBps > 0 {
 			write += fmt.Sprintf(" @ %.1f GB/s", m.Write.GBps)

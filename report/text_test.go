@@ -184,3 +184,14 @@ func TestPlainWords(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteNeverAboveSize: the WRITE column shows no more than /dev/shm holds, whatever the
+// agent counted when ENOSPC stopped it.
+func TestWriteNeverAboveSize(t *testing.T) {
+	size := int64(64 << 20)
+	m := &analyze.Measurement{Exists: true, MeasuredBytes: &size,
+		Write: &analyze.Write{Outcome: analyze.WriteENOSPC, WrittenBytes: 66 << 20, TargetBytes: 2 << 30}}
+	if got := measured(m); got[1] != "enospc 64 MiB" {
+		t.Errorf("WRITE %q, want enospc 64 MiB", got[1])
+	}
+}
