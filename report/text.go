@@ -365,9 +365,8 @@ func measured(m *analyze.Measurement) []string {
 	if m.Write != nil {
 		write = string(m.Write.Outcome)
 		if m.Write.Outcome != analyze.WriteSkipped {
-			// /dev/shm never holds more than its size: a count above it (under ipc: host,
-			// where the host's tmpfs is shared, or a chunk the kernel refused) is not
-			// what this container's /dev/shm held.
+			// /dev/shm never holds more than its measured size: the column says what
+			// it held, not what the agent counted.
 			written := m.Write.WrittenBytes
 			if m.MeasuredBytes != nil && written > *m.MeasuredBytes {
 				written = *m.MeasuredBytes

@@ -31,7 +31,8 @@ Usage:
   shmdoctor host [--need 8g]      describe the Docker host for onboarding scripts
   shmdoctor probe --clean         remove probe images and leftover probe containers
   shmdoctor watch [PATH]          size shm_size from what the running stack really uses
-  shmdoctor version
+  shmdoctor version               (also --version, -V)
+  shmdoctor help [COMMAND]        this help, or a command's
 
 With no PATH, the project is found as docker compose finds it: COMPOSE_FILE, or
 compose.yaml / compose.yml / docker-compose.yaml / docker-compose.yml (plus the
@@ -51,7 +52,8 @@ locally from this binary (never pulled): the real /dev/shm is measured and a bou
 write probe reproduces ENOSPC, SIGBUS or an OOM kill. Prediction and measurement are
 printed side by side; nothing is left behind.
 
-A comment "# shmdoctor-ignore SHM020 reason" on a line, or alone on the line above,
+A comment "# shmdoctor-ignore SHM020 reason" (or the rule's name, ipc-host) on a
+line, or alone on the line above,
 suppresses those rules' findings there; on (or above) a service key or a Kubernetes
 container's name, in the whole service. x-shmdoctor.ignore and the shmdoctor.io/ignore
 annotation do the same. Suppressed findings are counted, listed with --show-suppressed
@@ -64,17 +66,18 @@ and complete services):
 an overlay of the folder's default file as -f base -f variant, a complete stack alone;
 the report says which.
 
-Settings are read from .shmdoctor.yaml in this folder or the nearest parent (--config
-names another, --no-config reads none): policy, target, fail-on, need, severity (per
-rule), ignore (rule IDs) and ignore-paths (globs relative to the file). Flags win.
+Settings are read from .shmdoctor.yaml (or .shmdoctor.yml) in this folder or the
+nearest parent (--config names another, --no-config reads none): policy, target,
+fail-on, need, severity (per rule), ignore (rule IDs or names, such as ipc-host)
+and ignore-paths (globs relative to the file). Flags win.
 
 Examples:
   shmdoctor                                  # the project in this folder
   shmdoctor -f compose.yaml -f compose.gpu.yaml
-  shmdoctor -r .                             # every compose project, variant and manifest in a monorepo
+  shmdoctor -r .                             # every project in a monorepo
   helm template ./chart | shmdoctor -        # a rendered Helm chart
   shmdoctor --format json --fail-on error deploy/
-  shmdoctor --format text --format sarif -o - -o shmdoctor.sarif   # the log and code scanning
+  shmdoctor --format text --format sarif -o - -o out.sarif  # log and SARIF
   shmdoctor --need 8g --policy isolation
 
 --fix prints a unified diff (patch -p1, git apply) for the findings a mechanical
@@ -148,7 +151,7 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return exitUsage, flagError(fs, err)
 	}
 	if *help {
-		fmt.Fprint(stdout, checkUsage+flagUsages(fs))
+		fmt.Fprint(stdout, fitHelp(checkUsage, helpWidth)+flagUsages(fs))
 		return exitClean, nil
 	}
 	if *showVersion {

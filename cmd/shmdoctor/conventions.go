@@ -127,3 +127,72 @@ func editDistance(a, b string) int {
 	}
 	return d[len(ra)][len(rb)]
 }
+
+// fitHelp lays a help text out for width columns. Paragraphs of prose (unindented lines)
+// are joined and wrapped between words; an indented line too long (a command or an example
+// with its comment, a list item) wraps under its description column, the text after its
+// first run of two or more spaces, or else under its own indentation.
+func fitHelp(s string, width int) string {
+	lines := strings.Split(s, "\n")
+	var out []string
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		if l != "" && l[0] != ' ' {
+			// a line ending in a colon ends its paragraph: a heading, or what a list
+			// or an example below it continues
+			para := []string{l}
+			for !strings.HasSuffix(lines[i], ":") && i+1 < len(lines) && lines[i+1] != "" && lines[i+1][0] != ' ' {
+				i++
+				para = append(para, lines[i])
+			}
+			out = append(out, wrapAt(strings.Join(para, " "), "", 0, width)...)
+			continue
+		}
+		lead := len(l) - len(strings.TrimLeft(l, " "))
+		indent := lead
+		if j := strings.Index(l[lead:], "  "); j >= 0 && !strings.Contains(l, "#") {
+			k := lead + j
+			for k < len(l) && l[k] == ' ' {
+				k++
+			}
+			if k < width/2+10 {
+				indent = k
+			}
+		}
+		// the lines below at the description's column continue it
+		text := l[indent:]
+		for indent > lead && i+1 < len(lines) && strings.HasPrefix(lines[i+1], strings.Repeat(" ", indent)) && lines[i+1][indent] != ' ' {
+			i++
+			text += " " + lines[i][indent:]
+		}
+		if len([]rune(l)) <= width && text == l[indent:] {
+			out = append(out, l)
+			continue
+		}
+		out = append(out, wrapAt(text, l[:indent], indent, width)...)
+	}
+	return strings.Join(out, "\n")
+}
+
+// wrapAt breaks text between words into lines of at most width columns, the first after
+// lead, the others after indent spaces.
+func wrapAt(text, lead string, indent, width int) []string {
+	var out []string
+	line, n := lead, len([]rune(lead))
+	fresh := true
+	for _, w := range strings.Fields(text) {
+		wn := len([]rune(w))
+		if !fresh && n+1+wn > width {
+			out = append(out, line)
+			line, n, fresh = strings.Repeat(" ", indent), indent, true
+		}
+		if !fresh {
+			line += " "
+			n++
+		}
+		line += w
+		n += wn
+		fresh = false
+	}
+	return append(out, line)
+}

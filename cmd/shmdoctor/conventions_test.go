@@ -140,3 +140,19 @@ func TestPlainWordsRealEngine(t *testing.T) {
 		t.Errorf("exit %d, the plain words are not in front of the raw error:\n%s%s", code, out, errs)
 	}
 }
+
+// TestHelpFits80: every command's --help reads at 80 columns.
+func TestHelpFits80(t *testing.T) {
+	for _, cmd := range []string{"", "rules", "explain", "version", "probe", "host", "watch"} {
+		args := []string{"--help"}
+		if cmd != "" {
+			args = []string{cmd, "--help"}
+		}
+		_, out, _ := shmdoctor(t, "", args...)
+		for _, l := range strings.Split(out, "\n") {
+			if n := len([]rune(l)); n > 80 {
+				t.Errorf("%s --help: a line of %d columns: %q", cmd, n, l)
+			}
+		}
+	}
+}

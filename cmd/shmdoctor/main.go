@@ -106,5 +106,9 @@ var subcommands = map[string]subcommand{
 // that the columns stay aligned.
 func flagUsages(fs *pflag.FlagSet) string {
 	const mark = "[=true|false]"
-	return strings.ReplaceAll(fs.FlagUsages(), mark, strings.Repeat(" ", len(mark)))
+	// Help reads at 80 columns: descriptions wrap under their own column.
+	return strings.ReplaceAll(fs.FlagUsagesWrapped(helpWidth), mark, strings.Repeat(" ", len(mark)))
 }
+
+// helpWidth is the width --help is laid out for, the classic terminal's.
+const helpWidth = 80

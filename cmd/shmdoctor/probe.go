@@ -132,7 +132,7 @@ func probeCmd(ctx context.Context, args []string, _ io.Reader, stdout, _ io.Writ
 		return exitUsage, flagError(fs, err)
 	}
 	if *help {
-		fmt.Fprint(stdout, probeUsage+flagUsages(fs))
+		fmt.Fprint(stdout, fitHelp(probeUsage, helpWidth)+flagUsages(fs))
 		return exitClean, nil
 	}
 	if !*clean || fs.NArg() > 0 {
@@ -176,7 +176,7 @@ func host(ctx context.Context, args []string, _ io.Reader, stdout, _ io.Writer) 
 		return exitUsage, flagError(fs, err)
 	}
 	if *help {
-		fmt.Fprint(stdout, hostUsage+flagUsages(fs))
+		fmt.Fprint(stdout, fitHelp(hostUsage, helpWidth)+flagUsages(fs))
 		return exitClean, nil
 	}
 	if *format != "text" && *format != "json" {

@@ -83,7 +83,7 @@ func version(_ context.Context, args []string, _ io.Reader, stdout, _ io.Writer)
 		return exitUsage, flagError(fs, err)
 	}
 	if *help {
-		fmt.Fprint(stdout, versionUsage+flagUsages(fs))
+		fmt.Fprint(stdout, fitHelp(versionUsage, helpWidth)+flagUsages(fs))
 		return exitClean, nil
 	}
 	if fs.NArg() > 0 {

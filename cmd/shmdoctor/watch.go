@@ -43,7 +43,7 @@ On a terminal, one line per service is redrawn at every sample; otherwise only t
 summary is printed. --format json streams one JSON object per sample, then the summary.
 
 Examples:
-  shmdoctor watch                              # the project in this folder, until Ctrl-C
+  shmdoctor watch                   # the project in this folder, until Ctrl-C
   shmdoctor watch -p trainer --duration 30m --format json > shm.jsonl
 
 Exit status: 0 when the watch ends (Ctrl-C or --duration are its normal ends), 1 when no
@@ -81,7 +81,7 @@ func watch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return exitUsage, err
 	}
 	if *help {
-		fmt.Fprint(stdout, watchUsage+flagUsages(fs))
+		fmt.Fprint(stdout, fitHelp(watchUsage, helpWidth)+flagUsages(fs))
 		return exitClean, nil
 	}
 	switch {
