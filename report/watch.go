@@ -181,17 +181,18 @@ func WatchText(w io.Writer, s *analyze.WatchSummary, o Options) error {
 	lines, _ := layoutTable(rows, map[int]bool{1: true, 5: true}, 2, o.width(), pal.Header)
 	tw.lines(lines)
 	for _, r := range s.Recommendations {
-		watchRecommendation(tw, r, pal)
+		watchRecommendation(tw, r, pal, o.width())
 	}
 	for _, u := range s.Services {
 		for _, e := range u.Errors {
-			tw.printf("\n  %s %s\n", pal.Severity[analyze.Warning].Render("not read"), e)
+			tw.printf("\n")
+			tw.lines(wrapWords("  "+pal.Severity[analyze.Warning].Render("not read"), e, o.width(), 4, lipgloss.NewStyle()))
 		}
 	}
 	if len(s.Notes) > 0 {
 		tw.printf("\n")
 		for _, n := range s.Notes {
-			tw.printf("%s\n", pal.Dim.Render(n))
+			tw.lines(wrapWords("", n, o.width(), 2, pal.Dim))
 		}
 	}
 	return tw.err
@@ -199,12 +200,15 @@ func WatchText(w io.Writer, s *analyze.WatchSummary, o Options) error {
 
 // watchRecommendation prints one service's recommendation: one line when nothing is to
 // change, else the verdict on the memory limit and the compose text to write, and where.
-func watchRecommendation(tw *errWriter, r analyze.ShmRecommendation, pal palette) {
-	head := pal.Service.Render(r.Service) + " " + recommendationLine(r)
+func watchRecommendation(tw *errWriter, r analyze.ShmRecommendation, pal palette, width int) {
+	say := func(text string, style lipgloss.Style) { tw.lines(wrapWords("  ", text, width, 4, style)) }
+	head := pal.Service.Render(r.Service)
 	if r.NoReduction != "" {
-		tw.printf("\n%s\n  %s\n", head, pal.Severity[analyze.Warning].Render(r.NoReduction))
+		tw.printf("\n")
+		tw.lines(wrapWords(head, recommendationLine(r), width, 2, lipgloss.NewStyle()))
+		say(r.NoReduction, pal.Severity[analyze.Warning])
 		if !r.Fits {
-			tw.printf("  %s\n", pal.Severity[analyze.Error].Render(r.Verdict))
+			say(r.Verdict, pal.Severity[analyze.Error])
 		}
 		return
 	}
@@ -213,20 +217,22 @@ func watchRecommendation(tw *errWriter, r analyze.ShmRecommendation, pal palette
 		if r.RecommendedBytes == analyze.DefaultShmSize && !r.Set {
 			holds = "Docker's default 64 MiB holds it"
 		}
-		tw.printf("\n%s: %s\n", head, pal.OK.Render(holds+", nothing to change"))
+		tw.printf("\n")
+		tw.lines(wrapWords(head, recommendationLine(r)+": "+pal.OK.Render(holds+", nothing to change"), width, 2, lipgloss.NewStyle()))
 		return
 	}
-	tw.printf("\n%s\n", head)
+	tw.printf("\n")
+	tw.lines(wrapWords(head, recommendationLine(r), width, 2, lipgloss.NewStyle()))
 	if r.FloorFrom != "" && r.RecommendedBytes == r.FloorBytes {
-		tw.printf("  %s\n", pal.Dim.Render("not below the minimum: "+r.FloorFrom))
+		say("not below the minimum: "+r.FloorFrom, pal.Dim)
 	}
 	if r.Fits {
-		tw.printf("  %s\n", r.Verdict)
+		say(r.Verdict, lipgloss.NewStyle())
 	} else {
-		tw.printf("  %s\n", pal.Severity[analyze.Error].Render(r.Verdict))
+		say(r.Verdict, pal.Severity[analyze.Error])
 	}
 	if r.Note != "" {
-		tw.printf("  %s\n", pal.Dim.Render("note: "+r.Note))
+		say("note: "+r.Note, pal.Dim)
 	}
 	if !r.Change {
 		return // the memory limit is what must change, and the verdict says so
@@ -240,10 +246,12 @@ func watchRecommendation(tw *errWriter, r analyze.ShmRecommendation, pal palette
 	}
 	if r.Diff != "" {
 		// Not indented: the patch applies as printed (git apply, patch -p1).
-		tw.printf("  %s\n%s", pal.Fix.Render(where+", as a patch:"), r.Diff)
+		say(where+", as a patch:", pal.Fix)
+		tw.printf("%s", r.Diff)
 		return
 	}
-	tw.printf("  %s\n%s", pal.Fix.Render(where+":"), indent(r.Snippet, "    "))
+	say(where+":", pal.Fix)
+	tw.printf("%s", indent(r.Snippet, "    "))
 }
 
 // recommendationLine is "peak 48 MiB × 1.5 → shm_size: 128m (now 64 MiB)", or "peak 0 B →
