@@ -113,19 +113,29 @@ func (p *Progress) Clear() {
 
 // draw rewrites the whole block: the title, then a line per service.
 func (p *Progress) draw() {
+	// A long service name gives way to the verdict: on a narrow terminal the name is
+	// shortened so that "write oom_killed 1.5 GiB @ 0.7 GB/s" keeps its line.
+	nameWidth := p.width
+	if width, _ := p.block.size(); width > 0 {
+		nameWidth = min(p.width, max(8, width-4-verdictWidth))
+	}
 	lines := []string{p.title}
 	for _, s := range p.order {
-		lines = append(lines, p.line(s, p.lines[s]))
+		lines = append(lines, p.line(s, p.lines[s], nameWidth))
 	}
 	_ = p.block.draw(lines) // progress is a courtesy: the report says what matters
 }
 
-func (p *Progress) line(service string, l *progressLine) string {
+// verdictWidth is the room a finished line's measurement takes after the name: "16.5 GiB  write
+// oom_killed 15.5 GiB @ 10.5 GB/s (capped)" and a little more.
+const verdictWidth = 54
+
+func (p *Progress) line(service string, l *progressLine, width int) string {
 	name := service
-	if len(name) > p.width {
-		name = name[:p.width-1] + "…"
+	if len([]rune(name)) > width {
+		name = string([]rune(name)[:width-1]) + "…"
 	}
-	name = p.pal.Service.Render(fmt.Sprintf("%-*s", p.width, name))
+	name = p.pal.Service.Render(fmt.Sprintf("%-*s", width, name))
 	switch l.stage {
 	case probe.StageDone:
 		if l.m.problem != "" {
