@@ -15,8 +15,13 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// ConfigFileName is the config file searched from the working folder upward.
+// ConfigFileName is the config file searched from the working folder upward;
+// ConfigFileNames are the names accepted, in the order they are looked for in a folder.
 const ConfigFileName = ".shmdoctor.yaml"
+
+// ConfigFileNames: .yml is as common as .yaml in repositories (dclint, hadolint's
+// .hadolint.yml); a folder holding both is ambiguous and an error.
+var ConfigFileNames = []string{ConfigFileName, ".shmdoctor.yml"}
 
 // maxConfigSize bounds a config file; real ones are a few lines.
 const maxConfigSize = 1 << 20
@@ -46,11 +51,20 @@ func FindConfigFile(dir string) (string, error) {
 		return "", fmt.Errorf("finding %s: %w", ConfigFileName, err)
 	}
 	for {
-		p := filepath.Join(dir, ConfigFileName)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			return p, nil
-		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("finding %s: %w", ConfigFileName, err)
+		var found []string
+		for _, name := range ConfigFileNames {
+			p := filepath.Join(dir, name)
+			if st, err := os.Stat(p); err == nil && !st.IsDir() {
+				found = append(found, p)
+			} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return "", fmt.Errorf("finding %s: %w", ConfigFileName, err)
+			}
+		}
+		switch len(found) {
+		case 1:
+			return found[0], nil
+		case 2:
+			return "", fmt.Errorf("%s and %s are both there: keep one (--config names the one to read)", found[0], filepath.Base(found[1]))
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
@@ -182,7 +196,10 @@ func (c *ConfigFile) severities(v *yaml.Node, fail failFunc) error {
 		k, s := v.Content[i], deref(v.Content[i+1])
 		r := RuleByID(k.Value)
 		if r == nil {
-			return fail(k, "severity: %s is not a rule ID (see shmdoctor rules)", k.Value)
+			r = RuleByName(k.Value)
+		}
+		if r == nil {
+			return fail(k, "severity: %s is not a rule ID or name (see shmdoctor rules)", k.Value)
 		}
 		sev, err := ParseSeverity(scalar(s))
 		if err != nil {

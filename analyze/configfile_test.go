@@ -123,17 +123,24 @@ func TestFindConfigFile(t *testing.T) {
 		"a/b/c/README":                    "no config here\n",
 		"a/b/" + ConfigFileName + "/keep": "a folder of that name is not a config file\n",
 		"x/" + ConfigFileName:             "target: swarm\n",
+		"y/.shmdoctor.yml":                "target: swarm\n",
+		"z/.shmdoctor.yml":                "target: swarm\n",
+		"z/" + ConfigFileName:             "target: swarm\n",
 	})
 	for from, want := range map[string]string{
 		"a/b/c": ConfigFileName, // upward, past a folder named like the file
 		"a":     ConfigFileName,
 		".":     ConfigFileName,
 		"x":     "x/" + ConfigFileName, // the nearest wins
+		"y":     "y/.shmdoctor.yml",    // .yml as well as .yaml
 	} {
 		got, err := FindConfigFile(filepath.Join(dir, from))
 		if err != nil || got != filepath.Join(dir, want) {
 			t.Errorf("from %s: %q, %v; want %s", from, got, err, want)
 		}
+	}
+	if _, err := FindConfigFile(filepath.Join(dir, "z")); err == nil || !strings.Contains(err.Error(), "both there") {
+		t.Errorf("a folder with .shmdoctor.yaml and .shmdoctor.yml: %v, want an error", err)
 	}
 	// Above a folder without one, the search goes on to the root: whatever it finds is
 	// not below that folder.

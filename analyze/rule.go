@@ -252,6 +252,16 @@ func SortFindings(fs []Finding) {
 	})
 }
 
+// RuleByName returns the rule with that kebab name (shm-size-ignored-ipc-host), or nil.
+func RuleByName(name string) *Rule {
+	for i := range Rules {
+		if Rules[i].Name == name {
+			return &Rules[i]
+		}
+	}
+	return nil
+}
+
 // RuleByID returns the rule with that ID, or nil.
 func RuleByID(id string) *Rule {
 	id = strings.ToUpper(id)

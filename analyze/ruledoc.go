@@ -9,7 +9,9 @@ import (
 // explain`, docs/rules and the help of SARIF rules.
 func (r *Rule) Markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# %s %s\n\n%s. Default severity: %s.\n\n", r.ID, r.Name, capitalize(r.Title), r.Severity)
+	// The title as written, never capitalised: it often starts with a compose key
+	// (shm_size, ipc: none, tmpfs), which is lowercase in every compose file.
+	fmt.Fprintf(&b, "# %s %s\n\n%s. Default severity: %s.\n\n", r.ID, r.Name, r.Title, r.Severity)
 	fmt.Fprintf(&b, "## Rationale\n\n%s\n\n", r.Doc.Rationale)
 	if len(r.Reproduces) > 0 {
 		var ids []string
@@ -30,11 +32,4 @@ func (r *Rule) Markdown() string {
 		}
 	}
 	return b.String()
-}
-
-func capitalize(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
 }

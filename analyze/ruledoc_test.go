@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -43,6 +44,17 @@ func TestRuleDocs(t *testing.T) {
 	for _, p := range pages {
 		if !want[filepath.Base(p)] {
 			t.Errorf("%s documents no rule of the registry", p)
+		}
+	}
+}
+
+// TestRuleDocsKeepTitles: a rule's page states its title as written. Titles start with
+// compose keys (shm_size, ipc: none, tmpfs) that are lowercase in every compose file:
+// "Shm_size is ignored" names a key that does not exist.
+func TestRuleDocsKeepTitles(t *testing.T) {
+	for _, r := range Rules {
+		if !strings.Contains(r.Markdown(), "\n\n"+r.Title+". Default severity") {
+			t.Errorf("%s: the page does not state the title %q as written", r.ID, r.Title)
 		}
 	}
 }

@@ -107,7 +107,8 @@ var ruleIDShape = regexp.MustCompile(`^(?i)shm\d{3}$`)
 // nextComment is a " # " that starts another comment after a reason ("#12" does not).
 var nextComment = regexp.MustCompile(`\s#(\s|$)`)
 
-// parseIgnore splits "SHM020,SHM012 reason" (commas or blanks between IDs) into rule IDs
+// parseIgnore splits "SHM020,SHM012 reason" (commas or blanks between IDs; a rule's name,
+// ipc-host, in place of its ID) into rule IDs
 // and the reason, which ends where another " # " comment starts. At least one ID is
 // required: a bare ignore would silence rules no one named, including those added later.
 func parseIgnore(s string) (ids []string, reason string, err error) {
@@ -117,12 +118,18 @@ func parseIgnore(s string) (ids []string, reason string, err error) {
 		if i := strings.IndexAny(rest, ", \t"); i >= 0 {
 			tok = rest[:i]
 		}
-		if !ruleIDShape.MatchString(tok) {
-			break
+		var id string
+		switch r := RuleByName(tok); {
+		case r != nil:
+			id = r.ID // a rule's name reads better in a review than its number
+		case ruleIDShape.MatchString(tok):
+			id = strings.ToUpper(tok)
+			if RuleByID(id) == nil {
+				return nil, "", fmt.Errorf("%s is not a rule ID (see shmdoctor rules)", tok)
+			}
 		}
-		id := strings.ToUpper(tok)
-		if RuleByID(id) == nil {
-			return nil, "", fmt.Errorf("%s is not a rule ID (see shmdoctor rules)", tok)
+		if id == "" {
+			break
 		}
 		if !slices.Contains(ids, id) {
 			ids = append(ids, id)

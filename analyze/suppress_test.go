@@ -27,6 +27,9 @@ func TestParseIgnore(t *testing.T) {
 		{in: "SHM999", err: "SHM999 is not a rule ID"},
 		{in: "SHM020,SHM999 typo", err: "SHM999 is not a rule ID"},
 		{in: "everything", err: "everything is not a rule ID"},
+		// a rule's name stands for its ID
+		{in: "shm-size-ignored-ipc-host,ipc-host kept for podman", ids: "SHM001 SHM020", reason: "kept for podman"},
+		{in: "ipc-host SHM020", ids: "SHM020"},
 	} {
 		ids, reason, err := parseIgnore(c.in)
 		switch {

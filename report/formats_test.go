@@ -477,7 +477,7 @@ func TestSuppressedFindings(t *testing.T) {
 		t.Errorf("worst %v: the errors and warnings are all suppressed, the SHM090 infos are not", rep.Worst())
 	}
 
-	text := render(t, "text", rep)
+	text := renderWith(t, "text", rep, Options{Width: 1000}) // one line for the summary
 	if strings.Contains(text, "suppressed by") || !strings.Contains(text, fmt.Sprintf("; %d suppressed (--show-suppressed lists them)", sum.Suppressed)) {
 		t.Errorf("text without --show-suppressed:\n%s", text)
 	}

@@ -37,16 +37,25 @@ func newLiveBlock(w io.Writer, more string) liveBlock {
 	return b
 }
 
-// draw replaces the previous drawing with lines.
+// draw replaces the previous drawing with lines. It erases line by line, never below the
+// cursor: erasing below from the top-left cell makes tmux push the whole screen into its
+// scrollback, so a block drawn from the top row of a pane left a copy there at every redraw.
+// It never moves down past the previous drawing's last line except to draw a longer block,
+// so a redraw scrolls the terminal only as much as the block grew.
 func (b *liveBlock) draw(lines []string) error {
 	var s strings.Builder
 	if b.lines > 0 {
-		fmt.Fprintf(&s, "\x1b[%dF\x1b[J", b.lines) // back to the first line, clear below
+		fmt.Fprintf(&s, "\x1b[%dF", b.lines) // back to the first line
 	}
 	width, height := b.size()
 	lines = fitTerminal(lines, width, height, b.more)
 	for _, l := range lines {
-		s.WriteString(l + "\n")
+		s.WriteString("\x1b[2K" + l + "\n")
+	}
+	if extra := b.lines - len(lines); extra > 0 {
+		// the previous drawing was longer: erase its last lines and come back up
+		s.WriteString(strings.Repeat("\x1b[2K\n", extra))
+		fmt.Fprintf(&s, "\x1b[%dF", extra)
 	}
 	b.lines = len(lines)
 	_, err := io.WriteString(b.w, s.String())
@@ -58,7 +67,7 @@ func (b *liveBlock) clear() error {
 	if b.lines == 0 {
 		return nil
 	}
-	_, err := fmt.Fprintf(b.w, "\x1b[%dF\x1b[J", b.lines)
+	_, err := fmt.Fprintf(b.w, "\x1b[%dF%s\x1b[%dF", b.lines, strings.Repeat("\x1b[2K\n", b.lines), b.lines)
 	b.lines = 0
 	return err
 }

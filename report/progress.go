@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"charm.land/lipgloss/v2"
+
 	"github.com/shmdoctor/shmdoctor/analyze"
 	"github.com/shmdoctor/shmdoctor/probe"
 )
@@ -35,7 +37,10 @@ type progressLine struct {
 }
 
 // probeResult is what a finished line shows.
-type probeResult struct{ size, write, problem string }
+type probeResult struct {
+	size, write, problem string
+	outcome              analyze.WriteOutcome
+}
 
 // NewProgress returns a Progress writing to w (a terminal): a title line, then the services
 // in this order.
@@ -108,25 +113,43 @@ func (p *Progress) Clear() {
 
 // draw rewrites the whole block: the title, then a line per service.
 func (p *Progress) draw() {
+	// A long service name gives way to the verdict: on a narrow terminal the name is
+	// shortened so that "write oom_killed 1.5 GiB @ 0.7 GB/s" keeps its line.
+	nameWidth := p.width
+	if width, _ := p.block.size(); width > 0 {
+		nameWidth = min(p.width, max(8, width-4-verdictWidth))
+	}
 	lines := []string{p.title}
 	for _, s := range p.order {
-		lines = append(lines, p.line(s, p.lines[s]))
+		lines = append(lines, p.line(s, p.lines[s], nameWidth))
 	}
 	_ = p.block.draw(lines) // progress is a courtesy: the report says what matters
 }
 
-func (p *Progress) line(service string, l *progressLine) string {
+// verdictWidth is the room a finished line's measurement takes after the name: "16.5 GiB  write
+// oom_killed 15.5 GiB @ 10.5 GB/s (capped)" and a little more.
+const verdictWidth = 54
+
+func (p *Progress) line(service string, l *progressLine, width int) string {
 	name := service
-	if len(name) > p.width {
-		name = name[:p.width-1] + "…"
+	if len([]rune(name)) > width {
+		name = string([]rune(name)[:width-1]) + "…"
 	}
-	name = p.pal.Service.Render(fmt.Sprintf("%-*s", p.width, name))
+	name = p.pal.Service.Render(fmt.Sprintf("%-*s", width, name))
 	switch l.stage {
 	case probe.StageDone:
 		if l.m.problem != "" {
 			return fmt.Sprintf("  %s  %s", name, p.pal.Severity[analyze.Error].Render(l.m.problem))
 		}
-		return fmt.Sprintf("  %s  %s  %s", name, p.pal.OK.Render(l.m.size), p.pal.Dim.Render(l.m.write))
+		// green only when the write probe filled what it aimed at
+		size, write := p.pal.OK, p.pal.Dim
+		switch l.m.outcome {
+		case analyze.WriteENOSPC, analyze.WriteSIGBUS, analyze.WriteOOMKilled:
+			size, write = p.pal.Severity[analyze.Error], p.pal.Severity[analyze.Error]
+		case analyze.WriteSkipped:
+			size = lipgloss.NewStyle()
+		}
+		return fmt.Sprintf("  %s  %s  %s", name, size.Render(l.m.size), write.Render(l.m.write))
 	case probe.StageWaiting:
 		return fmt.Sprintf("  %s  %s", name, p.pal.Dim.Render("waiting"))
 	}
@@ -142,7 +165,7 @@ func (p *Progress) line(service string, l *progressLine) string {
 func result(e probe.Event) *probeResult {
 	m := e.Measurement
 	cols := measured(m)
-	r := &probeResult{size: cols[0], write: cols[1]}
+	r := &probeResult{size: cols[0], write: cols[1], outcome: outcome(m)}
 	switch {
 	case m == nil:
 		r.problem = "no measurement"

@@ -71,3 +71,35 @@ func TestProgressNarrow(t *testing.T) {
 		t.Fatalf("screen:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// TestProgressColourFollowsOutcome: a finished line shows its size in green only when the
+// write probe filled what it aimed at; after ENOSPC the size is red.
+func TestProgressColourFollowsOutcome(t *testing.T) {
+	var out bytes.Buffer
+	p := NewProgress(&out, true, "probing llm", []string{"scraper"})
+	size := int64(64 << 20)
+	p.Update(probe.Event{Service: "scraper", Stage: probe.StageDone, Measurement: &analyze.Measurement{
+		Exists: true, MeasuredBytes: &size, Write: &analyze.Write{Outcome: analyze.WriteENOSPC, WrittenBytes: size},
+	}})
+	if strings.Contains(out.String(), p.pal.OK.Render("64 MiB")) || !strings.Contains(out.String(), p.pal.Severity[analyze.Error].Render("64 MiB")) {
+		t.Errorf("the size after ENOSPC is not red: %q", out.String())
+	}
+}
+
+// TestProgressLongName80: on an 80-column terminal a long service name is shortened, not
+// the verdict after it.
+func TestProgressLongName80(t *testing.T) {
+	var out bytes.Buffer
+	long := "a-service-name-of-forty-characters-long1"
+	p := NewProgress(&out, false, "probing llm", []string{long})
+	p.block.size = func() (int, int) { return 80, 24 }
+	size, limit := int64(2<<30), int64(1536<<20)
+	p.Update(probe.Event{Service: long, Stage: probe.StageDone, Measurement: &analyze.Measurement{
+		Exists: true, MeasuredBytes: &size,
+		Write: &analyze.Write{Outcome: analyze.WriteOOMKilled, WrittenBytes: limit, GBps: 0.7, BudgetCapped: true},
+	}})
+	screen, _ := testutil.Terminal(out.String(), 80, 24)
+	if len(screen) != 2 || !strings.HasSuffix(screen[1], "write oom_killed 1.5 GiB @ 0.7 GB/s (capped)") {
+		t.Errorf("screen:\n%s", strings.Join(screen, "\n"))
+	}
+}

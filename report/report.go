@@ -47,6 +47,9 @@ type Options struct {
 	// FailOn is the lowest severity that fails the run (--fail-on): JUnit fails the test
 	// cases of findings at or above it. 0 fails none (--fail-on never).
 	FailOn analyze.Severity
+	// Width is the number of columns the text formats are laid out for; 0 is DefaultWidth.
+	// Lines wrap at word boundaries to it and tables narrow their wrapping cells.
+	Width int
 }
 
 // Renderer writes a report in one format.

@@ -161,7 +161,7 @@ func SARIF(w io.Writer, r *Report, _ Options) error {
 			ShortDescription:     sarifText{rule.Title},
 			FullDescription:      sarifText{rule.Doc.Rationale},
 			Help:                 sarifHelp{Text: doc, Markdown: doc},
-			HelpURI:              ruleDocsURI + rule.ID + ".md",
+			HelpURI:              RuleURL(rule.ID),
 			DefaultConfiguration: sarifRuleConfig{sarifLevels[rule.Severity]},
 		}
 		if rule.Kubernetes {

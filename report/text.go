@@ -23,7 +23,8 @@ func Text(w io.Writer, r *Report, o Options) error {
 		if config == "" {
 			config = "none"
 		}
-		tw.printf("%s\n\n", pal.Dim.Render("config: "+config))
+		tw.lines(wrapWords("", printable("config: "+config), o.width(), 2, pal.Dim))
+		tw.printf("\n")
 	}
 	for i, p := range r.Projects {
 		if i > 0 {
@@ -32,16 +33,19 @@ func Text(w io.Writer, r *Report, o Options) error {
 		textProject(tw, p, pal, o)
 	}
 	if r.ProbeNote != "" && !o.Quiet {
-		tw.printf("\n%s\n", pal.Dim.Render("probe: "+r.ProbeNote))
+		tw.printf("\n")
+		tw.lines(wrapWords("", "probe: "+r.ProbeNote, o.width(), 2, pal.Dim))
 	}
 	s := r.Summarize()
-	if !o.Quiet || s.Reported() > 0 || r.Errors() > 0 {
-		tw.printf("\n%s\n", summaryLine(r, s, pal, o))
+	if !o.Quiet || s.Error+s.Warning > 0 || r.Errors() > 0 {
+		tw.printf("\n")
+		tw.lines(wrapWords("", summaryLine(r, s, pal, o), o.width(), 2, lipgloss.NewStyle()))
 	}
 	return tw.err
 }
 
 func textProject(w *errWriter, p *Project, pal palette, o Options) {
+	width := o.width()
 	title := "project " + p.Name
 	if p.Kubernetes {
 		title = "manifest " + p.Name
@@ -49,18 +53,23 @@ func textProject(w *errWriter, p *Project, pal palette, o Options) {
 		title += " (" + strings.Join(p.Files, ", ") + ")"
 	}
 	findings := p.Shown(o)
+	if o.Quiet {
+		// errors and warnings only, as hadolint's and kube-linter's quiet modes print
+		findings = slices.DeleteFunc(slices.Clone(findings), func(f analyze.Finding) bool { return f.Severity < analyze.Warning })
+	}
 	if !o.Quiet || len(findings) > 0 || len(p.Errors) > 0 {
-		w.printf("%s\n", pal.Project.Render(printable(title)))
+		w.lines(wrapWords("", printable(title), width, 2, pal.Project))
 		if v := p.Variant; v != nil {
-			w.printf("  %s\n", pal.Dim.Render(printable(fmt.Sprintf("checked as %s, %s: %s", v.CheckedAs(), v.Mode(), v.Why))))
+			w.lines(wrapWords("  ", printable(fmt.Sprintf("checked as %s, %s: %s", v.CheckedAs(), v.Mode(), v.Why)), width, 4, pal.Dim))
 		}
 	}
 	for _, e := range p.Errors {
-		w.printf("  %s %s %s\n", pal.Severity[analyze.Error].Render("error"), pal.Pos.Render(printable(e.Pos.String())), printable(e.Msg))
+		lead := "  " + pal.Severity[analyze.Error].Render("error") + " " + pal.Pos.Render(printable(e.Pos.String()))
+		w.lines(wrapWords(lead, printable(e.Msg), width, 4, lipgloss.NewStyle()))
 	}
 	if !o.Quiet {
 		for _, n := range p.Notes {
-			w.printf("  %s\n", pal.Dim.Render(printable("note: "+n)))
+			w.lines(wrapWords("  ", printable("note: "+n), width, 4, pal.Dim))
 		}
 	}
 	var current string
@@ -71,37 +80,44 @@ func textProject(w *errWriter, p *Project, pal palette, o Options) {
 		}
 		if s := f.Suppressed; s != nil {
 			// Listed for review, dimmed: what silences it instead of a fix.
-			w.printf("    %s\n", pal.Dim.Render(printable(fmt.Sprintf("%-7s %s %s %s", f.Severity, f.Rule, f.Pos, f.Message))))
+			lead := "    " + pal.Dim.Render(printable(fmt.Sprintf("%-7s %s %s", f.Severity, f.Rule, f.Pos)))
+			w.lines(wrapWords(lead, printable(f.Message), width, 12, pal.Dim))
 			why := fmt.Sprintf("suppressed by %s at %s", s.Kind, s.Pos)
 			if s.Reason != "" {
 				why += ": " + s.Reason
 			}
-			w.printf("            %s\n", pal.Dim.Render(printable(why)))
+			w.lines(wrapWords(strings.Repeat(" ", 12), printable(why), width, 12, pal.Dim))
 			continue
 		}
 		sev := pal.Severity[f.Severity].Render(fmt.Sprintf("%-7s", f.Severity))
-		w.printf("    %s %s %s %s\n", sev, pal.Rule.Render(f.Rule), pal.Pos.Render(printable(f.Pos.String())), printable(f.Message))
-		for _, l := range findingNotes(f) {
-			w.printf("            %s\n", pal.Dim.Render(printable(l)))
+		lead := "    " + sev + " " + pal.Rule.Render(f.Rule) + " " + pal.Pos.Render(printable(f.Pos.String()))
+		// The line ends with the rule's page, as compose-lint's do: one click from a
+		// finding to its rationale and examples.
+		msg := printable(f.Message)
+		if plain := plainWords(f.Message); plain != "" {
+			// the engine's raw words stay, under what they mean
+			w.lines(wrapWords(lead, plain, width, 12, lipgloss.NewStyle()))
+			lead = strings.Repeat(" ", 12)
 		}
-		// Kubernetes fixes carry YAML snippets: their lines stay under the fix.
-		fix := strings.ReplaceAll(printable(f.Remediation, '\n'), "\n", "\n                 ")
-		fix = strings.ReplaceAll(fix, "\n                 \n", "\n\n")
-		w.printf("            %s\n", pal.Fix.Render("fix: "+fix))
+		w.lines(wrapWords(lead, msg+" "+pal.Dim.Render(RuleURL(f.Rule)), width, 12, lipgloss.NewStyle()))
+		for _, l := range findingNotes(f) {
+			w.lines(wrapWords(strings.Repeat(" ", 12), printable(l), width, 12, pal.Dim))
+		}
+		textFix(w, printable(f.Remediation, '\n'), pal, width)
 	}
 	if o.Verbose {
 		if p.Index != nil && !p.Kubernetes {
-			w.printf("  %s\n", pal.Dim.Render(printable("read: "+strings.Join(p.Index.Files(), ", "))))
+			w.lines(wrapWords("  ", printable("read: "+strings.Join(p.Index.Files(), ", ")), width, 4, pal.Dim))
 		}
 		for _, plan := range p.Plans {
-			w.printf("  %s\n", pal.Dim.Render(printable(derivation(plan))))
+			w.lines(wrapWords("  ", printable(derivation(plan)), width, 4, pal.Dim))
 		}
 	}
 	if len(p.Plans) > 0 && !o.Quiet {
 		w.printf("\n")
-		serviceTable(w, p, pal)
+		serviceTable(w, p, pal, width)
 		for _, n := range probeNotes(p) {
-			w.printf("  %s\n", pal.Dim.Render(printable(n)))
+			w.lines(wrapWords("  ", printable(n), width, 4, pal.Dim))
 		}
 	}
 }
@@ -117,6 +133,30 @@ func findingNotes(f analyze.Finding) []string {
 		out = append(out, "in projects "+strings.Join(f.Projects, ", "))
 	}
 	return out
+}
+
+// fixIndent is where a fix's text starts, after "fix: " under the rule ID.
+const fixIndent = 17
+
+// textFix prints a finding's remediation under it, its sentences wrapped under "fix:"; the
+// indented lines of Kubernetes fixes are YAML snippets, printed as they are.
+func textFix(w *errWriter, fix string, pal palette, width int) {
+	first, rest, _ := strings.Cut(fix, "\n")
+	w.lines(wrapWords(strings.Repeat(" ", 12)+pal.Fix.Render("fix:"), first, width, fixIndent, pal.Fix))
+	if rest == "" {
+		return
+	}
+	for _, l := range strings.Split(rest, "\n") {
+		if strings.TrimSpace(l) == "" {
+			w.printf("\n")
+			continue
+		}
+		if strings.HasPrefix(l, " ") {
+			w.printf("%s%s\n", strings.Repeat(" ", fixIndent), pal.Fix.Render(l)) // YAML: as written
+			continue
+		}
+		w.lines(wrapWords(strings.Repeat(" ", fixIndent), l, width, fixIndent, pal.Fix))
+	}
 }
 
 // printable writes the control characters of s as Go escapes (\x1b, \n), except those in
@@ -161,41 +201,106 @@ func byService(fs []analyze.Finding) []analyze.Finding {
 }
 
 // serviceTable prints one row per service: configured and predicted /dev/shm, its source,
-// the memory limit and, after a probe, the measurement.
-func serviceTable(w *errWriter, p *Project, pal palette) {
-	head := []string{"SERVICE", "SHM_SIZE", "PREDICTED", "SOURCE", "MEM LIMIT", "PROFILE"}
-	if p.Measurements != nil {
-		head = append(head, "MEASURED", "WRITE")
-	}
-	rows := [][]string{head}
+// the memory limit and, after a probe, the measurement. Laid out for width, in the first
+// of these that fits: one table, its cells wrapped between words where needed; the
+// measurement in a table of its own, the prediction repeated beside it; each service's
+// name on a line of its own above its row (the long names of Kubernetes workloads).
+func serviceTable(w *errWriter, p *Project, pal palette, width int) {
+	head := plainCells("SERVICE", "SHM_SIZE", "PREDICTED", "SOURCE", "MEM LIMIT", "PROFILE")
+	wrap := map[int]bool{2: true, 4: true, 5: true}
+	measuredHead := plainCells("MEASURED", "WRITE")
+	rows := [][]cell{head}
+	split := [][]cell{append(plainCells("SERVICE", "PREDICTED"), measuredHead...)}
 	for _, plan := range p.Plans {
-		row := []string{plan.Service, configured(plan), predicted(plan), printable(source(plan)), limit(plan), profile(plan)}
+		row := plainCells(plan.Service, configured(plan), predicted(plan), printable(source(plan)), limit(plan), profile(plan))
 		if p.Measurements != nil {
-			row = append(row, measured(p.Measurements[plan.Service])...)
+			m := measuredCells(p.Measurements[plan.Service], pal)
+			split = append(split, append(plainCells(plan.Service, predicted(plan)), m...))
+			row = append(row, m...)
 		}
 		rows = append(rows, row)
 	}
-	widths := make([]int, len(head))
-	for _, r := range rows {
-		for i, c := range r {
-			widths[i] = max(widths[i], lipgloss.Width(c))
+	if p.Measurements != nil {
+		rows[0] = append(rows[0], measuredHead...)
+		wrap[6], wrap[7] = true, true
+	}
+	tables := [][][]cell{rows}
+	if p.Measurements != nil {
+		predictedOnly := make([][]cell, len(rows))
+		for i := range rows {
+			predictedOnly[i] = rows[i][:len(head)]
+		}
+		tables = [][][]cell{predictedOnly, split}
+		if lines, fits := layoutTable(rows, wrap, 2, width, pal.Header); fits {
+			w.lines(lines)
+			return
 		}
 	}
+	var out []string
+	fits := true
+	for i, t := range tables {
+		lines, ok := layoutTable(t, map[int]bool{1: true, 2: true, 3: true, 4: true, 5: true}, 2, width, pal.Header)
+		if i > 0 {
+			out = append(out, "")
+		}
+		out, fits = append(out, lines...), fits && ok
+	}
+	if fits {
+		w.lines(out)
+		return
+	}
+	out = out[:0]
+	for i, t := range tables {
+		if i > 0 {
+			out = append(out, "")
+		}
+		out = append(out, stackedTable(t, width, pal)...)
+	}
+	w.lines(out)
+}
+
+// stackedTable lays rows out with the first cell on a line of its own above the others.
+func stackedTable(rows [][]cell, width int, pal palette) []string {
+	rest := make([][]cell, len(rows))
 	for i, r := range rows {
-		var b strings.Builder
-		for j, c := range r {
-			if j == len(r)-1 {
-				b.WriteString(c)
-				break
-			}
-			b.WriteString(c + strings.Repeat(" ", widths[j]-lipgloss.Width(c)+2))
-		}
-		line := strings.TrimRight(b.String(), " ")
-		if i == 0 {
-			line = pal.Header.Render(line)
-		}
-		w.printf("  %s\n", line)
+		rest[i] = r[1:]
 	}
+	wrap := map[int]bool{}
+	for i := range rest[0] {
+		wrap[i] = true
+	}
+	byRow, _ := layoutRows(rest, wrap, 4, width, pal.Header)
+	out := []string{"  " + pal.Header.Render(rows[0][0].text), byRow[0][0]}
+	for i, r := range rows[1:] {
+		out = append(out, wrapWords("  ", r[0].text, width, 4, lipgloss.NewStyle())...)
+		out = append(out, byRow[i+1]...)
+	}
+	return out
+}
+
+// measuredCells are the MEASURED and WRITE cells, coloured by the outcome: a size is green
+// only when the write probe filled what it aimed at.
+func measuredCells(m *analyze.Measurement, pal palette) []cell {
+	cols := measured(m)
+	size, write := cell{text: cols[0]}, cell{text: cols[1]}
+	switch o := outcome(m); o {
+	case analyze.WriteOK:
+		size.style = pal.OK
+	case analyze.WriteENOSPC, analyze.WriteSIGBUS, analyze.WriteOOMKilled:
+		size.style, write.style = pal.Severity[analyze.Error], pal.Severity[analyze.Error]
+	}
+	if m != nil && (m.CreateError != "" || m.Error != "") {
+		size.style = pal.Severity[analyze.Error]
+	}
+	return []cell{size, write}
+}
+
+// outcome is how a measurement's write probe ended, "" when none ran.
+func outcome(m *analyze.Measurement) analyze.WriteOutcome {
+	if m == nil || m.Write == nil {
+		return ""
+	}
+	return m.Write.Outcome
 }
 
 func configured(p *analyze.ShmPlan) string {
@@ -276,7 +381,13 @@ func measured(m *analyze.Measurement) []string {
 	if m.Write != nil {
 		write = string(m.Write.Outcome)
 		if m.Write.Outcome != analyze.WriteSkipped {
-			write += " " + analyze.FormatSize(m.Write.WrittenBytes)
+			// /dev/shm never holds more than its measured size: the column says what
+			// it held, not what the agent counted.
+			written := m.Write.WrittenBytes
+			if m.MeasuredBytes != nil && written > *m.MeasuredBytes {
+				written = *m.MeasuredBytes
+			}
+			write += " " + analyze.FormatSize(written)
 		}
 		if m.Write.GBps > 0 {
 			write += fmt.Sprintf(" @ %.1f GB/s", m.Write.GBps)
@@ -308,6 +419,9 @@ func probeNotes(p *Project) []string {
 			add("probe: " + o)
 		}
 		if m.Error != "" {
+			if plain := plainWords(m.Error); plain != "" {
+				add("probe: " + plan.Service + ": " + plain)
+			}
 			add("probe: " + plan.Service + ": " + m.Error)
 		}
 		if w := m.Write; w != nil && w.BudgetCapped {
@@ -382,6 +496,13 @@ func plural(n int, word string) string {
 type errWriter struct {
 	w   io.Writer
 	err error
+}
+
+// lines prints each line on its own.
+func (e *errWriter) lines(ls []string) {
+	for _, l := range ls {
+		e.printf("%s\n", l)
+	}
 }
 
 func (e *errWriter) printf(format string, args ...any) {

@@ -13,8 +13,9 @@ import (
 	"github.com/shmdoctor/shmdoctor/analyze"
 )
 
-// barWidth is the width of the use bar in the live view, between its brackets.
-const barWidth = 20
+// barWidth is the width of the use bar in the live view, between its brackets;
+// narrowBar is its width when the view does not fit the terminal otherwise.
+const barWidth, narrowBar = 20, 10
 
 // LiveView redraws the lines of `shmdoctor watch` in place on a terminal: one line per
 // service with its /dev/shm size, current use, peak, a bar and the memory limit headroom.
@@ -30,75 +31,64 @@ func NewLiveView(w io.Writer, color bool) *LiveView {
 
 // Draw replaces the previous drawing with the state of s.
 func (v *LiveView) Draw(s analyze.WatchSample, started time.Time, interval time.Duration) error {
-	return v.draw(liveLines(s, started, interval, v.pal))
+	width, _ := v.size()
+	if width <= 0 {
+		width = DefaultWidth
+	}
+	return v.draw(liveLines(s, started, interval, v.pal, width))
 }
 
 // Clear erases the drawing, so that the summary takes its place.
 func (v *LiveView) Clear() error { return v.clear() }
 
-// liveLines are the lines of the live view, without the terminal's control sequences.
-func liveLines(s analyze.WatchSample, started time.Time, interval time.Duration, pal palette) []string {
+// liveLines are the lines of the live view for a terminal of width columns, without the
+// terminal's control sequences. The bar narrows, then the memory limit's cell wraps,
+// rather than a line be cut: the headroom is the verdict.
+func liveLines(s analyze.WatchSample, started time.Time, interval time.Duration, pal palette, width int) []string {
 	head := fmt.Sprintf("watching %s every %s, %s elapsed (Ctrl-C for the summary)", s.Project, interval, s.Time.Sub(started).Round(time.Second))
-	lines := []string{pal.Dim.Render(head)}
-	rows := [][]string{{"SERVICE", "CTRS", "SIZE", "USED", "PEAK", "USE", "MEM LIMIT"}}
-	for _, u := range s.Services {
-		ctrs := fmt.Sprintf("%d", u.Running)
-		if u.SharesService != "" {
-			rows = append(rows, []string{u.Service, ctrs, "-", "-", "-", "uses the /dev/shm of " + u.SharesService, ""})
-			continue
-		}
-		if u.Running == 0 {
-			rows = append(rows, []string{u.Service, "0", sizeOr(u.SizeBytes, "?"), "exited", sizeOr(u.PeakBytes, "-"), "", headroom(u.MemLimitBytes, nil)})
-			continue
-		}
-		use := bar(u.UsedBytes, u.PeakBytes, u.SizeBytes, pal)
-		if len(u.Errors) > 0 && u.UsedBytes == nil {
-			use = pal.Severity[analyze.Error].Render("cannot read: " + u.Errors[0])
-		}
-		rows = append(rows, []string{u.Service, ctrs, sizeOr(u.SizeBytes, hostOr(u.HostIPC)), sizeOr(u.UsedBytes, "-"), sizeOr(u.PeakBytes, "-"), use, headroom(u.MemLimitBytes, u.UsedBytes)})
-	}
+	lines := wrapWords("", head, width, 2, pal.Dim)
 	if len(s.Services) == 0 {
-		lines = append(lines, "  no running container of project "+s.Project+" yet")
-		return lines
+		return append(lines, wrapWords("  ", "no running container of project "+s.Project+" yet", width, 4, lipgloss.NewStyle())...)
 	}
-	for i, l := range table(rows) {
-		if i == 0 {
-			l = pal.Header.Render(l)
-		}
-		lines = append(lines, "  "+l)
-	}
-	return lines
-}
-
-// table aligns rows into columns two spaces apart.
-func table(rows [][]string) []string {
-	widths := make([]int, len(rows[0]))
-	for _, r := range rows {
-		for i, c := range r {
-			widths[i] = max(widths[i], lipgloss.Width(c))
-		}
-	}
-	var out []string
-	for _, r := range rows {
-		var b strings.Builder
-		for j, c := range r {
-			b.WriteString(c)
-			if j < len(r)-1 {
-				b.WriteString(strings.Repeat(" ", widths[j]-lipgloss.Width(c)+2))
+	var table []string
+	for _, try := range []struct {
+		bar  int
+		wrap map[int]bool
+	}{{barWidth, nil}, {narrowBar, map[int]bool{5: true}}, {narrowBar, map[int]bool{5: true, 6: true}}} {
+		bw := try.bar
+		rows := [][]cell{plainCells("SERVICE", "CTRS", "SIZE", "USED", "PEAK", "USE", "MEM LIMIT")}
+		for _, u := range s.Services {
+			ctrs := fmt.Sprintf("%d", u.Running)
+			if u.SharesService != "" {
+				rows = append(rows, plainCells(u.Service, ctrs, "-", "-", "-", "uses the /dev/shm of "+u.SharesService, ""))
+				continue
 			}
+			if u.Running == 0 {
+				rows = append(rows, plainCells(u.Service, "0", sizeOr(u.SizeBytes, "?"), "exited", sizeOr(u.PeakBytes, "-"), "", headroom(u.MemLimitBytes, nil)))
+				continue
+			}
+			use := cell{text: bar(u.UsedBytes, u.PeakBytes, u.SizeBytes, bw, pal), keep: true}
+			if len(u.Errors) > 0 && u.UsedBytes == nil {
+				use = cell{text: "cannot read: " + u.Errors[0], style: pal.Severity[analyze.Error]}
+			}
+			rows = append(rows, []cell{{text: u.Service}, {text: ctrs}, {text: sizeOr(u.SizeBytes, hostOr(u.HostIPC))}, {text: sizeOr(u.UsedBytes, "-")}, {text: sizeOr(u.PeakBytes, "-")}, use, {text: headroom(u.MemLimitBytes, u.UsedBytes)}})
 		}
-		out = append(out, strings.TrimRight(b.String(), " "))
+		var fits bool
+		table, fits = layoutTable(rows, try.wrap, 2, width, pal.Header)
+		if fits {
+			break
+		}
 	}
-	return out
+	return append(lines, table...)
 }
 
-// bar draws use against size, with the peak marked by a bar.
-func bar(used, peak, size *int64, pal palette) string {
+// bar draws use against size in barWidth cells, with the peak marked by a bar.
+func bar(used, peak, size *int64, barWidth int, pal palette) string {
 	if used == nil || size == nil || *size <= 0 {
 		return ""
 	}
 	frac := func(n int64) int {
-		return min(barWidth, int(math.Round(float64(n)/float64(*size)*barWidth)))
+		return min(barWidth, int(math.Round(float64(n)/float64(*size)*float64(barWidth))))
 	}
 	fill := frac(*used)
 	cells := []rune(strings.Repeat("#", fill) + strings.Repeat(".", barWidth-fill))
@@ -161,7 +151,7 @@ func WatchText(w io.Writer, s *analyze.WatchSummary, o Options) error {
 		tw.printf("  no container of project %s ran during the watch\n", s.Project)
 		return tw.err
 	}
-	rows := [][]string{{"SERVICE", "CONTAINERS", "SIZE", "PEAK", "SHM_SIZE", "MEMORY LIMIT"}}
+	rows := [][]cell{plainCells("SERVICE", "CONTAINERS", "SIZE", "PEAK", "SHM_SIZE", "MEMORY LIMIT")}
 	recs := map[string]*analyze.ShmRecommendation{}
 	for i := range s.Recommendations {
 		recs[s.Recommendations[i].Service] = &s.Recommendations[i]
@@ -173,39 +163,36 @@ func WatchText(w io.Writer, s *analyze.WatchSummary, o Options) error {
 		}
 		switch r := recs[u.Service]; {
 		case u.SharesService != "":
-			rows = append(rows, []string{u.Service, ctrs, "-", "-", "see " + u.SharesService, ""})
+			rows = append(rows, plainCells(u.Service, ctrs, "-", "-", "see "+u.SharesService, ""))
 		case r == nil:
-			rows = append(rows, []string{u.Service, ctrs, sizeOr(u.SizeBytes, hostOr(u.HostIPC)), "not read", "-", sizeOr(u.MemLimitBytes, "no limit")})
+			rows = append(rows, plainCells(u.Service, ctrs, sizeOr(u.SizeBytes, hostOr(u.HostIPC)), "not read", "-", sizeOr(u.MemLimitBytes, "no limit")))
 		default:
-			fit := "no limit"
+			fit := cell{text: "no limit"}
 			if r.MemLimitBytes != nil {
-				fit = analyze.FormatSize(*r.MemLimitBytes) + ", holds it"
+				fit.text = analyze.FormatSize(*r.MemLimitBytes) + ", holds it"
 				if !r.Fits {
-					fit = pal.Severity[analyze.Error].Render(analyze.FormatSize(*r.MemLimitBytes) + ", too small")
+					fit = cell{text: analyze.FormatSize(*r.MemLimitBytes) + ", too small", style: pal.Severity[analyze.Error]}
 				}
 			}
-			rows = append(rows, []string{u.Service, ctrs, sizeOr(u.SizeBytes, hostOr(u.HostIPC)), analyze.FormatSize(r.PeakBytes), pal.Fix.Render(r.ShmSize), fit})
+			rows = append(rows, []cell{{text: u.Service}, {text: ctrs}, {text: sizeOr(u.SizeBytes, hostOr(u.HostIPC))}, {text: analyze.FormatSize(r.PeakBytes)}, {text: r.ShmSize, style: pal.Fix}, fit})
 		}
 	}
 	tw.printf("\n")
-	for i, l := range table(rows) {
-		if i == 0 {
-			l = pal.Header.Render(l)
-		}
-		tw.printf("  %s\n", l)
-	}
+	lines, _ := layoutTable(rows, map[int]bool{1: true, 5: true}, 2, o.width(), pal.Header)
+	tw.lines(lines)
 	for _, r := range s.Recommendations {
-		watchRecommendation(tw, r, pal)
+		watchRecommendation(tw, r, pal, o.width())
 	}
 	for _, u := range s.Services {
 		for _, e := range u.Errors {
-			tw.printf("\n  %s %s\n", pal.Severity[analyze.Warning].Render("not read"), e)
+			tw.printf("\n")
+			tw.lines(wrapWords("  "+pal.Severity[analyze.Warning].Render("not read"), e, o.width(), 4, lipgloss.NewStyle()))
 		}
 	}
 	if len(s.Notes) > 0 {
 		tw.printf("\n")
 		for _, n := range s.Notes {
-			tw.printf("%s\n", pal.Dim.Render(n))
+			tw.lines(wrapWords("", n, o.width(), 2, pal.Dim))
 		}
 	}
 	return tw.err
@@ -213,12 +200,15 @@ func WatchText(w io.Writer, s *analyze.WatchSummary, o Options) error {
 
 // watchRecommendation prints one service's recommendation: one line when nothing is to
 // change, else the verdict on the memory limit and the compose text to write, and where.
-func watchRecommendation(tw *errWriter, r analyze.ShmRecommendation, pal palette) {
-	head := pal.Service.Render(r.Service) + " " + recommendationLine(r)
+func watchRecommendation(tw *errWriter, r analyze.ShmRecommendation, pal palette, width int) {
+	say := func(text string, style lipgloss.Style) { tw.lines(wrapWords("  ", text, width, 4, style)) }
+	head := pal.Service.Render(r.Service)
 	if r.NoReduction != "" {
-		tw.printf("\n%s\n  %s\n", head, pal.Severity[analyze.Warning].Render(r.NoReduction))
+		tw.printf("\n")
+		tw.lines(wrapWords(head, recommendationLine(r), width, 2, lipgloss.NewStyle()))
+		say(r.NoReduction, pal.Severity[analyze.Warning])
 		if !r.Fits {
-			tw.printf("  %s\n", pal.Severity[analyze.Error].Render(r.Verdict))
+			say(r.Verdict, pal.Severity[analyze.Error])
 		}
 		return
 	}
@@ -227,20 +217,22 @@ func watchRecommendation(tw *errWriter, r analyze.ShmRecommendation, pal palette
 		if r.RecommendedBytes == analyze.DefaultShmSize && !r.Set {
 			holds = "Docker's default 64 MiB holds it"
 		}
-		tw.printf("\n%s: %s\n", head, pal.OK.Render(holds+", nothing to change"))
+		tw.printf("\n")
+		tw.lines(wrapWords(head, recommendationLine(r)+": "+pal.OK.Render(holds+", nothing to change"), width, 2, lipgloss.NewStyle()))
 		return
 	}
-	tw.printf("\n%s\n", head)
+	tw.printf("\n")
+	tw.lines(wrapWords(head, recommendationLine(r), width, 2, lipgloss.NewStyle()))
 	if r.FloorFrom != "" && r.RecommendedBytes == r.FloorBytes {
-		tw.printf("  %s\n", pal.Dim.Render("not below the minimum: "+r.FloorFrom))
+		say("not below the minimum: "+r.FloorFrom, pal.Dim)
 	}
 	if r.Fits {
-		tw.printf("  %s\n", r.Verdict)
+		say(r.Verdict, lipgloss.NewStyle())
 	} else {
-		tw.printf("  %s\n", pal.Severity[analyze.Error].Render(r.Verdict))
+		say(r.Verdict, pal.Severity[analyze.Error])
 	}
 	if r.Note != "" {
-		tw.printf("  %s\n", pal.Dim.Render("note: "+r.Note))
+		say("note: "+r.Note, pal.Dim)
 	}
 	if !r.Change {
 		return // the memory limit is what must change, and the verdict says so
@@ -254,10 +246,12 @@ func watchRecommendation(tw *errWriter, r analyze.ShmRecommendation, pal palette
 	}
 	if r.Diff != "" {
 		// Not indented: the patch applies as printed (git apply, patch -p1).
-		tw.printf("  %s\n%s", pal.Fix.Render(where+", as a patch:"), r.Diff)
+		say(where+", as a patch:", pal.Fix)
+		tw.printf("%s", r.Diff)
 		return
 	}
-	tw.printf("  %s\n%s", pal.Fix.Render(where+":"), indent(r.Snippet, "    "))
+	say(where+":", pal.Fix)
+	tw.printf("%s", indent(r.Snippet, "    "))
 }
 
 // recommendationLine is "peak 48 MiB × 1.5 → shm_size: 128m (now 64 MiB)", or "peak 0 B →

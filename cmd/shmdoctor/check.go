@@ -8,8 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"time"
 
+	"github.com/charmbracelet/x/term"
 	"github.com/spf13/pflag"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
@@ -31,7 +33,8 @@ Usage:
   shmdoctor watch [PATH]          size shm_size from what the running stack really uses
   shmdoctor baseline [PATH...]    accept today's findings; later runs with --baseline
                                   .shmdoctor-baseline.json report only new ones
-  shmdoctor version
+  shmdoctor version               (also --version, -V)
+  shmdoctor help [COMMAND]        this help, or a command's
 
 With no PATH, the project is found as docker compose finds it: COMPOSE_FILE, or
 compose.yaml / compose.yml / docker-compose.yaml / docker-compose.yml (plus the
@@ -51,7 +54,8 @@ locally from this binary (never pulled): the real /dev/shm is measured and a bou
 write probe reproduces ENOSPC, SIGBUS or an OOM kill. Prediction and measurement are
 printed side by side; nothing is left behind.
 
-A comment "# shmdoctor-ignore SHM020 reason" on a line, or alone on the line above,
+A comment "# shmdoctor-ignore SHM020 reason" (or the rule's name, ipc-host) on a
+line, or alone on the line above,
 suppresses those rules' findings there; on (or above) a service key or a Kubernetes
 container's name, in the whole service. x-shmdoctor.ignore and the shmdoctor.io/ignore
 annotation do the same. Suppressed findings are counted, listed with --show-suppressed
@@ -64,17 +68,18 @@ and complete services):
 an overlay of the folder's default file as -f base -f variant, a complete stack alone;
 the report says which.
 
-Settings are read from .shmdoctor.yaml in this folder or the nearest parent (--config
-names another, --no-config reads none): policy, target, fail-on, need, severity (per
-rule), ignore (rule IDs) and ignore-paths (globs relative to the file). Flags win.
+Settings are read from .shmdoctor.yaml (or .shmdoctor.yml) in this folder or the
+nearest parent (--config names another, --no-config reads none): policy, target,
+fail-on, need, severity (per rule), ignore (rule IDs or names, such as ipc-host)
+and ignore-paths (globs relative to the file). Flags win.
 
 Examples:
   shmdoctor                                  # the project in this folder
   shmdoctor -f compose.yaml -f compose.gpu.yaml
-  shmdoctor -r .                             # every compose project, variant and manifest in a monorepo
+  shmdoctor -r .                             # every project in a monorepo
   helm template ./chart | shmdoctor -        # a rendered Helm chart
   shmdoctor --format json --fail-on error deploy/
-  shmdoctor --format text --format sarif -o - -o shmdoctor.sarif   # the log and code scanning
+  shmdoctor --format text --format sarif -o - -o out.sarif  # log and SARIF
   shmdoctor --need 8g --policy isolation
 
 --fix prints a unified diff (patch -p1, git apply) for the findings a mechanical
@@ -143,8 +148,9 @@ func checkOrBaseline(ctx context.Context, args []string, stdin io.Reader, stdout
 	fs.DurationVar(&f.probeWait, "probe-timeout", 60*time.Second, fmt.Sprintf("time limit for the whole probe, the daemon's first answer included; removing the containers may take %s more (the cleanup grace)", probe.CleanupGrace))
 	fs.StringVar(&f.write, "write-probe", "auto", "write probe target: auto, off, or a size such as 512m")
 	fs.StringVar(&f.sourceRoot, "source-root", "", "SARIF names files relative to this `folder` (default: the git repository holding the working folder, else the working folder)")
-	fs.StringVar(&f.color, "color", "auto", "colour: auto|always|never (auto follows the terminal and NO_COLOR)")
-	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print only findings and errors")
+	fs.StringVar(&f.color, "color", "auto", "colour: auto|always|never (auto follows the terminal, NO_COLOR and FORCE_COLOR)")
+	noColor := fs.Bool("no-color", false, "no colour: --color never")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print only errors and warnings: no info, table or notes")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "show how each service's /dev/shm was derived, and the config file read")
 	fs.BoolVar(&f.showSuppressed, "show-suppressed", false, "list suppressed findings too (text and JSON; SARIF always records them)")
 	fs.StringVar(&f.config, "config", "", "read settings from this `file` (default: .shmdoctor.yaml here or in the nearest parent)")
@@ -152,17 +158,24 @@ func checkOrBaseline(ctx context.Context, args []string, stdin io.Reader, stdout
 	fs.BoolVar(&f.fix, "fix", false, "print a unified diff that fixes the mechanical findings, instead of the report")
 	fs.BoolVar(&f.fixWrite, "write", false, "with --fix: apply the fixes to the files instead of printing the diff")
 	fs.StringVar(&f.baseline, "baseline", "", "report only findings that this baseline `file` (written by shmdoctor baseline) does not hold")
+	showVersion := fs.BoolP("version", "V", false, "print the version and exit (as shmdoctor version)")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
-		return exitUsage, usagef("%v", err)
+		return exitUsage, flagError(fs, err)
 	}
 	if *help {
 		usage := checkUsage
 		if writeBaseline {
 			usage = baselineUsage
 		}
-		fmt.Fprint(stdout, usage+flagUsages(fs))
+		fmt.Fprint(stdout, fitHelp(usage, helpWidth)+flagUsages(fs))
 		return exitClean, nil
+	}
+	if *showVersion {
+		return version(ctx, nil, stdin, stdout, stderr)
+	}
+	if err := noColorFlag(fs, *noColor, &f.color); err != nil {
+		return exitUsage, err
 	}
 	f.load.Paths = fs.Args()
 	f.load.Stdin = stdin
@@ -229,7 +242,7 @@ func checkOrBaseline(ctx context.Context, args []string, stdin io.Reader, stdout
 		}
 	}
 	for i, render := range renders {
-		o := report.Options{Verbose: f.verbose, Quiet: f.quiet, ShowSuppressed: f.showSuppressed, FailOn: failOn}
+		o := report.Options{Verbose: f.verbose, Quiet: f.quiet, ShowSuppressed: f.showSuppressed, FailOn: failOn, Width: textWidth(nil)}
 		if out := f.outputs[i]; out != "-" {
 			var b bytes.Buffer
 			err := render(&b, rep, o)
@@ -242,6 +255,7 @@ func checkOrBaseline(ctx context.Context, args []string, stdin io.Reader, stdout
 			continue
 		}
 		o.Color = useColor(f.color, stdout)
+		o.Width = textWidth(stdout)
 		if err := render(stdout, rep, o); err != nil {
 			return exitUsage, fmt.Errorf("writing report: %w", err)
 		}
@@ -451,7 +465,9 @@ func (f *checkFlags) validateOutputs() ([]report.Renderer, error) {
 	return renders, nil
 }
 
-// useColor decides colour: --color wins, then NO_COLOR, then whether out is a terminal.
+// useColor decides colour: --color (and --no-color) win, then FORCE_COLOR, then NO_COLOR
+// and TERM=dumb, then whether out is a terminal. FORCE_COLOR is for CI logs that render
+// colour without being terminals; 0 or false leave it unset, as other tools read it.
 func useColor(mode string, out io.Writer) bool {
 	switch mode {
 	case "always":
@@ -459,10 +475,41 @@ func useColor(mode string, out io.Writer) bool {
 	case "never":
 		return false
 	}
+	switch v := os.Getenv("FORCE_COLOR"); v {
+	case "", "0", "false":
+	default:
+		return true
+	}
 	if os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
 		return false
 	}
 	return isTerminal(out)
+}
+
+// noColorFlag applies --no-color to --color: the two agree or it is a usage error.
+func noColorFlag(fs *pflag.FlagSet, noColor bool, color *string) error {
+	if !noColor {
+		return nil
+	}
+	if fs.Changed("color") && *color != "never" {
+		return usagef("--no-color and --color %s exclude each other", *color)
+	}
+	*color = "never"
+	return nil
+}
+
+// textWidth is the width text is laid out for: COLUMNS when it holds a number, else the
+// width of the terminal out is (nil for a file), else report.DefaultWidth.
+func textWidth(out io.Writer) int {
+	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
+		return n
+	}
+	if f, ok := out.(*os.File); ok && isTerminal(out) {
+		if w, _, err := term.GetSize(f.Fd()); err == nil && w > 0 {
+			return w
+		}
+	}
+	return report.DefaultWidth
 }
 
 // isTerminal reports whether w is a terminal.

@@ -140,6 +140,7 @@ func TestShowSuppressed(t *testing.T) {
     mem_limit: 1g # shmdoctor-ignore SHM012 stale
 `})
 	t.Chdir(dir)
+	wide(t)
 	code, out, _ := shmdoctor(t, "", "--probe", "never", "--no-config")
 	if code != exitClean || strings.Contains(out, "SHM020") || !strings.Contains(out, "SHM090") ||
 		!strings.Contains(out, "0 errors, 0 warnings, 1 info in 1 project, 1 service; 2 suppressed (--show-suppressed lists them)") {

@@ -24,6 +24,7 @@ func boundedDoctor(t *testing.T, dir string, args ...string) (int, string) {
 	script := `ulimit -v 1048576; exec "$0" "$@"`
 	cmd := exec.CommandContext(ctx, "bash", append([]string{"-c", script, bin, "--probe", "never", "--color", "never"}, args...)...)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "COLUMNS="+wideColumns) // the messages are asserted whole
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()

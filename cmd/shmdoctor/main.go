@@ -51,12 +51,21 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 // run is main without os.Exit, so tests run the whole command in-process.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cmd, rest := "check", args
+	var code int
+	var err error
 	if len(args) > 0 {
 		if _, ok := subcommands[args[0]]; ok {
 			cmd, rest = args[0], args[1:]
+		} else if args[0] == "help" {
+			code, err = help(ctx, args[1:], stdin, stdout, stderr)
+			cmd = ""
+		} else {
+			err = mistypedCommand(args[0])
 		}
 	}
-	code, err := subcommands[cmd](ctx, rest, stdin, stdout, stderr)
+	if err == nil && cmd != "" {
+		code, err = subcommands[cmd](ctx, rest, stdin, stdout, stderr)
+	}
 	var ue usageError
 	switch {
 	case err == nil:
@@ -98,5 +107,9 @@ var subcommands = map[string]subcommand{
 // that the columns stay aligned.
 func flagUsages(fs *pflag.FlagSet) string {
 	const mark = "[=true|false]"
-	return strings.ReplaceAll(fs.FlagUsages(), mark, strings.Repeat(" ", len(mark)))
+	// Help reads at 80 columns: descriptions wrap under their own column.
+	return strings.ReplaceAll(fs.FlagUsagesWrapped(helpWidth), mark, strings.Repeat(" ", len(mark)))
 }
+
+// helpWidth is the width --help is laid out for, the classic terminal's.
+const helpWidth = 80

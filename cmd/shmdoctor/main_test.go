@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,9 +27,19 @@ func shmdoctor(t *testing.T, stdin string, args ...string) (code int, stdout, st
 	t.Helper()
 	var out, errb bytes.Buffer
 	t.Setenv("NO_COLOR", "1")
+	if os.Getenv("COLUMNS") != wideColumns {
+		t.Setenv("COLUMNS", "") // the goldens are laid out for 80 columns, whatever runs the tests
+	}
 	code = run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
 	return code, out.String(), errb.String()
 }
+
+// wideColumns is the width of wide: the text report wraps no line.
+const wideColumns = "1000"
+
+// wide lays the text report out with no wrapping, for tests about what a line says rather
+// than how it is laid out.
+func wide(t *testing.T) { t.Setenv("COLUMNS", wideColumns) }
 
 func golden(t *testing.T, name, got string) {
 	t.Helper()
@@ -325,6 +336,7 @@ func TestRecursiveVariants(t *testing.T) {
 	if fmt.Sprint(rules) != fmt.Sprint(want) {
 		t.Errorf("findings by project:\n got %v\nwant %v", rules, want)
 	}
+	wide(t)
 	_, out, _ := shmdoctor(t, "", "--probe", "never", "-r", "testdata/discover/stack")
 	if !strings.Contains(out, "checked as -f testdata/discover/stack/docker-compose.yml -f testdata/discover/stack/docker-compose.gpu.yml, overlay: service trainer") {
 		t.Errorf("the text report does not say how the gpu overlay was checked:\n%s", out)
@@ -389,6 +401,7 @@ func TestProfilesAndEnv(t *testing.T) {
 }
 
 func TestTextFlags(t *testing.T) {
+	wide(t)
 	t.Chdir(repoRoot(t))
 	_, quiet, _ := shmdoctor(t, "", "--probe", "never", "--quiet", "testdata/demo")
 	if strings.Contains(quiet, "SERVICE") || !strings.Contains(quiet, "SHM001") {

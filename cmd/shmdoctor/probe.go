@@ -133,10 +133,10 @@ func probeCmd(ctx context.Context, args []string, _ io.Reader, stdout, _ io.Writ
 	clean := fs.Bool("clean", false, "remove probe images and leftover probe containers")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
-		return exitUsage, usagef("probe: %v", err)
+		return exitUsage, flagError(fs, err)
 	}
 	if *help {
-		fmt.Fprint(stdout, probeUsage+flagUsages(fs))
+		fmt.Fprint(stdout, fitHelp(probeUsage, helpWidth)+flagUsages(fs))
 		return exitClean, nil
 	}
 	if !*clean || fs.NArg() > 0 {
@@ -177,10 +177,10 @@ func host(ctx context.Context, args []string, _ io.Reader, stdout, _ io.Writer) 
 	timeout := fs.Duration("probe-timeout", 60*time.Second, fmt.Sprintf("time limit for the measurements, the daemon's first answer included; cleanup may take %s more", probe.CleanupGrace))
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
-		return exitUsage, usagef("host: %v", err)
+		return exitUsage, flagError(fs, err)
 	}
 	if *help {
-		fmt.Fprint(stdout, hostUsage+flagUsages(fs))
+		fmt.Fprint(stdout, fitHelp(hostUsage, helpWidth)+flagUsages(fs))
 		return exitClean, nil
 	}
 	if *format != "text" && *format != "json" {

@@ -12,7 +12,7 @@ import (
 func rules(_ context.Context, args []string, _ io.Reader, stdout, _ io.Writer) (int, error) {
 	if len(args) > 0 {
 		if args[0] == "-h" || args[0] == "--help" {
-			fmt.Fprintln(stdout, "Usage: shmdoctor rules\n\nLists every rule with its default severity. 'shmdoctor explain ID' prints one in full.")
+			fmt.Fprintln(stdout, fitHelp("Usage: shmdoctor rules\n\nLists every rule with its default severity. 'shmdoctor explain ID' prints one in full.", helpWidth))
 			return exitClean, nil
 		}
 		return exitUsage, usagef("rules takes no arguments")
@@ -27,7 +27,7 @@ func rules(_ context.Context, args []string, _ io.Reader, stdout, _ io.Writer) (
 func explain(_ context.Context, args []string, _ io.Reader, stdout, _ io.Writer) (int, error) {
 	if len(args) != 1 || args[0] == "-h" || args[0] == "--help" {
 		if len(args) == 1 {
-			fmt.Fprintln(stdout, "Usage: shmdoctor explain RULE\n\nPrints a rule's rationale, a problematic and a correct example, exceptions and sources.")
+			fmt.Fprintln(stdout, fitHelp("Usage: shmdoctor explain RULE\n\nPrints a rule's rationale, a problematic and a correct example, exceptions and sources.", helpWidth))
 			return exitClean, nil
 		}
 		return exitUsage, usagef("explain takes one rule ID, such as SHM001")

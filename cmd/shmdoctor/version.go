@@ -80,10 +80,10 @@ func version(_ context.Context, args []string, _ io.Reader, stdout, _ io.Writer)
 	format := fs.String("format", "text", "output format: text|json")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
-		return exitUsage, usagef("version: %v", err)
+		return exitUsage, flagError(fs, err)
 	}
 	if *help {
-		fmt.Fprint(stdout, versionUsage+flagUsages(fs))
+		fmt.Fprint(stdout, fitHelp(versionUsage, helpWidth)+flagUsages(fs))
 		return exitClean, nil
 	}
 	if fs.NArg() > 0 {

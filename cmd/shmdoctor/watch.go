@@ -43,7 +43,7 @@ On a terminal, one line per service is redrawn at every sample; otherwise only t
 summary is printed. --format json streams one JSON object per sample, then the summary.
 
 Examples:
-  shmdoctor watch                              # the project in this folder, until Ctrl-C
+  shmdoctor watch                   # the project in this folder, until Ctrl-C
   shmdoctor watch -p trainer --duration 30m --format json > shm.jsonl
 
 Exit status: 0 when the watch ends (Ctrl-C or --duration are its normal ends), 1 when no
@@ -71,13 +71,17 @@ func watch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	headroom := fs.Float64("headroom", analyze.DefaultHeadroom, "recommended shm_size = observed peak × this factor, 1 to 100")
 	format := fs.String("format", "text", "output format: text|json (json: one object per sample, then the summary)")
 	method := fs.String("method", "auto", "how use is read: auto|stats|agent|df")
-	color := fs.String("color", "auto", "colour: auto|always|never")
+	color := fs.String("color", "auto", "colour: auto|always|never (auto follows the terminal, NO_COLOR and FORCE_COLOR)")
+	noColor := fs.Bool("no-color", false, "no colour: --color never")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
-		return exitUsage, usagef("watch: %v", err)
+		return exitUsage, flagError(fs, err)
+	}
+	if err := noColorFlag(fs, *noColor, color); err != nil {
+		return exitUsage, err
 	}
 	if *help {
-		fmt.Fprint(stdout, watchUsage+flagUsages(fs))
+		fmt.Fprint(stdout, fitHelp(watchUsage, helpWidth)+flagUsages(fs))
 		return exitClean, nil
 	}
 	switch {
@@ -156,7 +160,7 @@ func watch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if *format == "json" {
 		err = report.WatchJSONSummary(stdout, sum)
 	} else {
-		err = report.WatchText(stdout, sum, report.Options{Color: useColor(*color, stdout)})
+		err = report.WatchText(stdout, sum, report.Options{Color: useColor(*color, stdout), Width: textWidth(stdout)})
 	}
 	if err == nil {
 		err = writeErr
