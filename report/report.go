@@ -66,14 +66,15 @@ var Formats = map[string]Renderer{
 	"baseline":    BaselineFile,
 }
 
-// FormatNames lists the formats, sorted, for --format's help.
+// FormatNames lists the formats, sorted, for --format's help; a comma and a space part them,
+// so that the help can wrap between them at 80 columns.
 func FormatNames() string {
 	names := make([]string, 0, len(Formats))
 	for n := range Formats {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	return strings.Join(names, "|")
+	return strings.Join(names, ", ")
 }
 
 // Summary counts the findings per severity, suppressed ones apart.
