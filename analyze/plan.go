@@ -20,6 +20,38 @@ const (
 // DefaultShmSize is the /dev/shm size Docker gives a container unless told otherwise.
 const DefaultShmSize int64 = 64 << 20
 
+// PodmanDefaultShmSize is the /dev/shm size Podman gives a container unless told otherwise:
+// 64000k (62.5 MiB), not Docker's 64 MiB.
+const PodmanDefaultShmSize int64 = 64000 << 10
+
+// Engine is what a container engine does where engines differ: the defaults a compose
+// service gets when it sets nothing, and what it refuses.
+type Engine struct {
+	// Name is how messages name the engine: "Docker", "Podman".
+	Name string
+	// DefaultShm is the size of the /dev/shm of a container that sets no shm_size.
+	DefaultShm int64
+	// DefaultIPC is the IPC mode of a container that sets none: "private" or "shareable".
+	DefaultIPC string
+	// RefusesShmWithHostIPC is true when creating a container with both ipc: host and
+	// shm_size fails, rather than ignoring shm_size.
+	RefusesShmWithHostIPC bool
+}
+
+// The engines.
+var (
+	Docker = Engine{Name: "Docker", DefaultShm: DefaultShmSize, DefaultIPC: "private"}
+	Podman = Engine{Name: "Podman", DefaultShm: PodmanDefaultShmSize, DefaultIPC: "shareable", RefusesShmWithHostIPC: true}
+)
+
+// Engine is the engine a target deploys with: Podman for podman, Docker otherwise.
+func (t Target) Engine() Engine {
+	if t == TargetPodman {
+		return Podman
+	}
+	return Docker
+}
+
 // ShmPlan is everything the doctor knows about one service's /dev/shm. Rules read it, the
 // probe turns it into a container, the report prints it; nothing else derives shm state.
 type ShmPlan struct {
