@@ -1,5 +1,7 @@
 package analyze
 
+import "slices"
+
 // Source says where a service's /dev/shm comes from.
 type Source string
 
@@ -33,15 +35,19 @@ type Engine struct {
 	DefaultShm int64
 	// DefaultIPC is the IPC mode of a container that sets none: "private" or "shareable".
 	DefaultIPC string
-	// RefusesShmWithHostIPC is true when creating a container with both ipc: host and
+	// RefusesShmSizeWith lists the IPC modes with which creating a container that sets
 	// shm_size fails, rather than ignoring shm_size.
-	RefusesShmWithHostIPC bool
+	RefusesShmSizeWith []string
 }
+
+// Refuses reports whether the engine refuses to create a container with shm_size under
+// the IPC mode ipc.
+func (e Engine) Refuses(ipc string) bool { return slices.Contains(e.RefusesShmSizeWith, ipc) }
 
 // The engines.
 var (
 	Docker = Engine{Name: "Docker", DefaultShm: DefaultShmSize, DefaultIPC: "private"}
-	Podman = Engine{Name: "Podman", DefaultShm: PodmanDefaultShmSize, DefaultIPC: "shareable", RefusesShmWithHostIPC: true}
+	Podman = Engine{Name: "Podman", DefaultShm: PodmanDefaultShmSize, DefaultIPC: "shareable", RefusesShmSizeWith: []string{"host", "none"}}
 )
 
 // Engine is the engine a target deploys with: Podman for podman, Docker otherwise.

@@ -26,7 +26,7 @@ var shm001 = Rule{
 		}
 		sev := Severity(0)
 		msg := fmt.Sprintf("shm_size %s is ignored: ipc is host, so the host's /dev/shm is used", FormatSize(*p.Plan.Configured))
-		if e := p.Config.Target.Engine(); e.RefusesShmWithHostIPC {
+		if e := p.Config.Target.Engine(); e.Refuses("host") && *p.Plan.Configured > 0 {
 			sev = Error
 			msg = fmt.Sprintf("shm_size %s with ipc: host: %s refuses to create the container (cannot set shmsize in the host IPC namespace)", FormatSize(*p.Plan.Configured), strings.ToLower(e.Name))
 		}
