@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/signal"
 	"slices"
@@ -19,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/internal/testutil"
 )
 
 // hostShm is the size of this machine's /dev/shm: the daemon runs here, so a container
@@ -74,24 +76,43 @@ func assertWrite(t *testing.T, name string, m *analyze.Measurement, outcome anal
 }
 
 // TestIPCModes: private (daemon default and explicit), shm_size, shareable, host and none,
-// all in one run, each measured size equal to the prediction.
+// all in one run, each measured size equal to the prediction, on every engine: Podman's
+// default is 62.5 MiB, and it refuses shm_size with ipc: host.
 func TestIPCModes(t *testing.T) {
 	t.Parallel()
-	o := testOptions(t)
+	forEachEngine(t, testIPCModes)
+}
+
+func testIPCModes(t *testing.T, e testEngine) {
+	o := engineOptions(t, e)
 	o.WriteMode = "write"
-	ms := run(t, o,
-		&analyze.ShmPlan{Service: "default", Source: analyze.SourcePrivate, Predicted: i64(64 * mib)},
+	def := e.engine.DefaultShm
+	ms := runOn(t, e, o,
+		&analyze.ShmPlan{Service: "default", Source: analyze.SourcePrivate, Predicted: i64(def)},
 		&analyze.ShmPlan{Service: "private-256m", IPC: "private", Source: analyze.SourcePrivate, Configured: i64(256 * mib), Predicted: i64(256 * mib)},
-		&analyze.ShmPlan{Service: "shm-size-0", Source: analyze.SourcePrivate, Configured: i64(0), Predicted: i64(64 * mib)},
+		&analyze.ShmPlan{Service: "shm-size-0", Source: analyze.SourcePrivate, Configured: i64(0), Predicted: i64(def)},
 		&analyze.ShmPlan{Service: "shareable-32m", IPC: "shareable", Source: analyze.SourceShareable, Configured: i64(32 * mib), Predicted: i64(32 * mib)},
 		&analyze.ShmPlan{Service: "host", IPC: "host", Source: analyze.SourceHost, Configured: i64(2 * gib)},
+		&analyze.ShmPlan{Service: "host-plain", IPC: "host", Source: analyze.SourceHost},
 		&analyze.ShmPlan{Service: "none", IPC: "none", Source: analyze.SourceNone, Configured: i64(256 * mib)},
+		&analyze.ShmPlan{Service: "none-plain", IPC: "none", Source: analyze.SourceNone},
 	)
-	assertSize(t, "default", ms["default"], 64*mib)
+	assertSize(t, "default", ms["default"], def)
 	assertSize(t, "private-256m", ms["private-256m"], 256*mib)
-	assertSize(t, "shm-size-0", ms["shm-size-0"], 64*mib)
+	assertSize(t, "shm-size-0", ms["shm-size-0"], def)
 	assertSize(t, "shareable-32m", ms["shareable-32m"], 32*mib)
-	assertSize(t, "host", ms["host"], hostShm(t)) // shm_size 2g is ignored
+	assertSize(t, "host-plain", ms["host-plain"], hostShm(t))
+	if e.engine.Refuses("host") {
+		if m := ms["host"]; !strings.Contains(m.CreateError, "cannot set shmsize") {
+			t.Errorf("host: want %s's refusal of shm_size with ipc: host, got %s", e.engine.Name, describe(m))
+		}
+	} else {
+		assertSize(t, "host", ms["host"], hostShm(t)) // shm_size 2g is ignored
+		// Where /dev/shm is the host's, the write probe is capped at 256 MiB.
+		if w := assertWrite(t, "host", ms["host"], analyze.WriteOK); w.TargetBytes != 256*mib || !strings.Contains(w.Reason, "capped") {
+			t.Errorf("host: write target %s (%q), want 256MiB capped", analyze.FormatSize(w.TargetBytes), w.Reason)
+		}
+	}
 
 	for _, name := range []string{"default", "private-256m", "shareable-32m"} {
 		w := assertWrite(t, name, ms[name], analyze.WriteOK)
@@ -99,18 +120,23 @@ func TestIPCModes(t *testing.T) {
 			t.Errorf("%s: wrote %d of %d at %.2f GB/s", name, w.WrittenBytes, w.TargetBytes, w.GBps)
 		}
 	}
-	if m := ms["default"]; m.FSType != "tmpfs" || m.MountSource != "shm" || !strings.Contains(m.MountOptions, "size=65536k") {
-		t.Errorf("default: fs %q source %q options %q, want tmpfs, shm, size=65536k", m.FSType, m.MountSource, m.MountOptions)
+	if m, opt := ms["default"], fmt.Sprintf("size=%dk", def>>10); m.FSType != "tmpfs" || m.MountSource != "shm" || !strings.Contains(m.MountOptions, opt) {
+		t.Errorf("default: fs %q source %q options %q, want tmpfs, shm, %s", m.FSType, m.MountSource, m.MountOptions, opt)
 	}
-	// Where /dev/shm is the host's, the write probe is capped at 256 MiB.
-	if w := assertWrite(t, "host", ms["host"], analyze.WriteOK); w.TargetBytes != 256*mib || !strings.Contains(w.Reason, "capped") {
-		t.Errorf("host: write target %s (%q), want 256MiB capped", analyze.FormatSize(w.TargetBytes), w.Reason)
+	nones := []string{"none", "none-plain"}
+	if e.engine.Refuses("none") {
+		if m := ms["none"]; !strings.Contains(m.CreateError, "cannot set shmsize") {
+			t.Errorf("none: want %s's refusal of shm_size with ipc: none, got %s", e.engine.Name, describe(m))
+		}
+		nones = nones[1:]
 	}
-	none := ms["none"]
-	if none.Exists || none.MeasuredBytes != nil || none.Error != "" || none.CreateError != "" {
-		t.Errorf("none: want no /dev/shm and no error, got %s", describe(none))
+	for _, name := range nones {
+		none := ms[name]
+		if none.Exists || none.MeasuredBytes != nil || none.Error != "" || none.CreateError != "" {
+			t.Errorf("%s: want no /dev/shm and no error, got %s", name, describe(none))
+		}
+		assertWrite(t, name, none, analyze.WriteSkipped)
 	}
-	assertWrite(t, "none", none, analyze.WriteSkipped)
 }
 
 // TestMounts: a mount at /dev/shm wins over shm_size in every form compose can declare it.
@@ -200,44 +226,92 @@ func TestDonorChain(t *testing.T) {
 	}
 }
 
-// TestNonShareableDonor: joining a private donor fails the way docker compose fails.
+// TestNonShareableDonor: joining a donor that sets no ipc fails the way docker compose fails
+// on Docker (private by default), and works on Podman (shareable by default).
 func TestNonShareableDonor(t *testing.T) {
 	t.Parallel()
-	o := testOptions(t)
-	ms := run(t, o,
-		&analyze.ShmPlan{Service: "donor", Source: analyze.SourcePrivate, Predicted: i64(64 * mib)},
-		&analyze.ShmPlan{Service: "joiner", IPC: "service:donor", Source: analyze.SourceService, Donor: "donor", Predicted: i64(64 * mib)},
-	)
-	assertSize(t, "donor", ms["donor"], 64*mib)
-	if m := ms["joiner"]; !strings.Contains(m.CreateError, "can't join IPC of container donor: non-shareable IPC") {
-		t.Errorf("joiner: want a create error about a non-shareable IPC donor, got %s", describe(m))
-	}
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		o := engineOptions(t, e)
+		def := e.engine.DefaultShm
+		ms := runOn(t, e, o,
+			&analyze.ShmPlan{Service: "donor", Source: analyze.SourcePrivate, Predicted: i64(def)},
+			&analyze.ShmPlan{Service: "joiner", IPC: "service:donor", Source: analyze.SourceService, Donor: "donor", Via: []string{"donor"}, Predicted: i64(def)},
+		)
+		assertSize(t, "donor", ms["donor"], def)
+		if e.engine.DefaultIPC == "shareable" {
+			assertSize(t, "joiner", ms["joiner"], def)
+			return
+		}
+		if m := ms["joiner"]; !strings.Contains(m.CreateError, "can't join IPC of container donor: non-shareable IPC") {
+			t.Errorf("joiner: want a create error about a non-shareable IPC donor, got %s", describe(m))
+		}
+	})
 }
 
-// TestENOSPC: write(2) of 100 MiB into the default 64 MiB stops at 64 MiB.
+// TestENOSPC: write(2) of 100 MiB into the default /dev/shm stops at its size (64 MiB on
+// Docker, 62.5 MiB on Podman).
 func TestENOSPC(t *testing.T) {
 	t.Parallel()
-	o := testOptions(t)
-	ms := run(t, o, &analyze.ShmPlan{Service: "loader", Source: analyze.SourcePrivate, Predicted: i64(64 * mib), Need: i64(100 * mib), NeedFrom: "test"})
-	assertSize(t, "loader", ms["loader"], 64*mib)
-	w := assertWrite(t, "loader", ms["loader"], analyze.WriteENOSPC)
-	// Parallel writers may overshoot the tmpfs limit by a few pages: the kernel counts
-	// used blocks per CPU.
-	if w.Mode != "write" || w.TargetBytes != 100*mib || w.WrittenBytes < 63*mib || w.WrittenBytes > 65*mib {
-		t.Errorf("write probe %+v, want write mode, target 100MiB, about 64MiB written", *w)
-	}
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		o := engineOptions(t, e)
+		def := e.engine.DefaultShm
+		ms := runOn(t, e, o, &analyze.ShmPlan{Service: "loader", Source: analyze.SourcePrivate, Predicted: i64(def), Need: i64(100 * mib), NeedFrom: "test"})
+		assertSize(t, "loader", ms["loader"], def)
+		w := assertWrite(t, "loader", ms["loader"], analyze.WriteENOSPC)
+		// Parallel writers may overshoot the tmpfs limit by a few pages: the kernel counts
+		// used blocks per CPU.
+		if w.Mode != "write" || w.TargetBytes != 100*mib || w.WrittenBytes < def-mib || w.WrittenBytes > def+mib {
+			t.Errorf("write probe %+v, want write mode, target 100MiB, about %s written", *w, analyze.FormatSize(def))
+		}
+	})
 }
 
-// TestSIGBUS: touching mmapped pages past the 64 MiB tmpfs raises SIGBUS, caught.
+// TestSIGBUS: touching mmapped pages past the default tmpfs raises SIGBUS, caught.
 func TestSIGBUS(t *testing.T) {
 	t.Parallel()
-	o := testOptions(t)
-	o.WriteMode = "mmap"
-	ms := run(t, o, &analyze.ShmPlan{Service: "loader", Source: analyze.SourcePrivate, Predicted: i64(64 * mib), Need: i64(100 * mib)})
-	w := assertWrite(t, "loader", ms["loader"], analyze.WriteSIGBUS)
-	if w.Mode != "mmap" || w.WrittenBytes < 63*mib || w.WrittenBytes > 65*mib {
-		t.Errorf("write probe %+v, want mmap mode, about 64MiB written", *w)
-	}
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		o := engineOptions(t, e)
+		o.WriteMode = "mmap"
+		def := e.engine.DefaultShm
+		ms := runOn(t, e, o, &analyze.ShmPlan{Service: "loader", Source: analyze.SourcePrivate, Predicted: i64(def), Need: i64(100 * mib)})
+		w := assertWrite(t, "loader", ms["loader"], analyze.WriteSIGBUS)
+		if w.Mode != "mmap" || w.WrittenBytes < def-mib || w.WrittenBytes > def+mib {
+			t.Errorf("write probe %+v, want mmap mode, about %s written", *w, analyze.FormatSize(def))
+		}
+	})
+}
+
+// TestFillPrediction: a service that sets nothing and predicted Docker's 64 MiB, probed on
+// every engine (on Podman, as with --target compose), fills what its /dev/shm holds and
+// passes: the write probe never calls a plain service's full default a failure.
+func TestFillPrediction(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		o := engineOptions(t, e)
+		dir := testutil.WriteFiles(t, map[string]string{"compose.yaml": "services:\n  plain:\n    image: alpine\n"})
+		ps := analyze.Load(context.Background(), analyze.Options{Paths: []string{dir}})
+		if len(ps) != 1 || !ps[0].Loaded() {
+			t.Fatalf("loading %s: %d projects", dir, len(ps))
+		}
+		if p := ps[0].Plan("plain"); p == nil || p.Predicted == nil || *p.Predicted != analyze.DefaultShmSize {
+			t.Fatalf("plain: predicted %v, want Docker's default", p)
+		}
+		ms := runOn(t, e, o, ps[0].Plans...)
+		m := ms["plain"]
+		assertSize(t, "plain", m, e.engine.DefaultShm)
+		w := assertWrite(t, "plain", m, analyze.WriteOK)
+		if w.TargetBytes != e.engine.DefaultShm || w.WrittenBytes != w.TargetBytes {
+			t.Errorf("plain: wrote %s of %s, want all of %s", analyze.FormatSize(w.WrittenBytes), analyze.FormatSize(w.TargetBytes), analyze.FormatSize(e.engine.DefaultShm))
+		}
+		if lowered := strings.Contains(w.Reason, "lowered"); lowered != (e.engine.DefaultShm < analyze.DefaultShmSize) {
+			t.Errorf("plain: reason %q: the target is lowered only where /dev/shm holds less than predicted", w.Reason)
+		}
+		for _, f := range analyze.CheckMeasurements(ps[0], analyze.Config{}, ms) {
+			if f.Severity == analyze.Error {
+				t.Errorf("plain: %s %s", f.Rule, f.Message)
+			}
+		}
+	})
 }
 
 // TestOOMKill: with mem_limit 128m and shm_size 512m, writing 384 MiB gets the writer
@@ -382,21 +456,28 @@ func TestUnreachableDaemon(t *testing.T) {
 // TestHost: the facts `shmdoctor host` prints, measured on this engine.
 func TestHost(t *testing.T) {
 	t.Parallel()
-	o := testOptions(t)
-	h, err := Host(context.Background(), daemon(t), o)
+	forEachEngine(t, testHost)
+}
+
+func testHost(t *testing.T, e testEngine) {
+	o := engineOptions(t, e)
+	h, err := Host(context.Background(), e.c, o)
 	if err != nil {
 		t.Fatalf("Host: %v", err)
 	}
 	js, _ := json.Marshal(h)
 	t.Logf("%s", js)
-	if h.DefaultShmBytes == nil || *h.DefaultShmBytes != 64*mib || h.DefaultShmSource != "shm" {
-		t.Errorf("default /dev/shm %v from %q, want 64MiB from shm", h.DefaultShmBytes, h.DefaultShmSource)
+	if h.Engine != e.engine.Name {
+		t.Errorf("engine %q, want %q", h.Engine, e.engine.Name)
+	}
+	if h.DefaultShmBytes == nil || *h.DefaultShmBytes != e.engine.DefaultShm || h.DefaultShmSource != "shm" {
+		t.Errorf("default /dev/shm %v from %q, want %s from shm", h.DefaultShmBytes, h.DefaultShmSource, analyze.FormatSize(e.engine.DefaultShm))
 	}
 	if h.HostShmBytes == nil || *h.HostShmBytes != hostShm(t) {
 		t.Errorf("host /dev/shm %v, want %d", h.HostShmBytes, hostShm(t))
 	}
-	if h.DefaultIPCMode != "private" && h.DefaultIPCMode != "shareable" {
-		t.Errorf("default IPC mode %q", h.DefaultIPCMode)
+	if h.DefaultIPCMode != e.engine.DefaultIPC && !(e.engine.DefaultIPC == "private" && h.DefaultIPCMode == "shareable") {
+		t.Errorf("default IPC mode %q, want %q", h.DefaultIPCMode, e.engine.DefaultIPC)
 	}
 	if h.OS != "linux" || h.Arch == "" || h.ServerVersion == "" || h.APIVersion == "" || h.CgroupVersion == "" || h.MemTotalBytes <= 0 || h.MemAvailableBytes == nil {
 		t.Errorf("incomplete host info: %+v", *h)
