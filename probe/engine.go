@@ -9,6 +9,11 @@ import (
 	"github.com/shmdoctor/shmdoctor/analyze"
 )
 
+// PodmanHostEnv names the DOCKER_HOST of a Podman service (podman system service, which
+// scripts/podman-service starts on a private socket) for the tests: with it set, the engine
+// tests run against both Docker and Podman; .ci/run always sets it.
+const PodmanHostEnv = "SHMDOCTOR_PODMAN_HOST"
+
 // EngineOf names the engine that answers the Docker API from its version response. Podman's
 // Docker-compatible service lists a "Podman Engine" component (and some versions name it in
 // Platform.Name); every other engine is taken for Docker.

@@ -13,11 +13,6 @@ import (
 	"github.com/shmdoctor/shmdoctor/analyze"
 )
 
-// PodmanHostEnv names the DOCKER_HOST of a Podman service (podman system service, which
-// scripts/podman-service starts on a private socket). With it set, the probe tests that
-// make sense on Podman run against both engines; .ci/run always sets it.
-const PodmanHostEnv = "SHMDOCTOR_PODMAN_HOST"
-
 // testEngine is one engine the tests run against: its client and the defaults the tests
 // expect of it.
 type testEngine struct {

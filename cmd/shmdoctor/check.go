@@ -161,11 +161,19 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return exitUsage, err
 	}
 	cfg.Severity, cfg.Ignore = conf.Severity, conf.Ignore
+	d := inferTarget(ctx, &f, fs.Changed("target") || conf.Target != "" || f.fix)
+	if d != nil && d.close != nil {
+		defer d.close()
+	}
+	if d != nil && d.err == nil {
+		cfg.Target = probe.TargetOf(d.engine)
+	}
 	srcRoot, err := sourceRoot(f.sourceRoot, fs.Changed("source-root"))
 	if err != nil {
 		return exitUsage, err
 	}
 
+	f.load.Target = cfg.Target
 	projects := analyze.Load(ctx, f.load)
 	if err := refuseInputs(f.outputs, inputFiles(projects, &f.load, conf.Path)); err != nil {
 		return exitUsage, err
@@ -187,7 +195,7 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		rep.Projects = append(rep.Projects, rp)
 	}
 	if f.probe != "never" && rep.Errors() == 0 || f.probe == "always" {
-		if err := probeAll(ctx, &f, rep, cfg, stderr); err != nil {
+		if err := probeAll(ctx, &f, d, rep, cfg, stderr); err != nil {
 			if ctx.Err() != nil {
 				return exitInterrupted, err
 			}
