@@ -126,7 +126,7 @@ func check(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	fs.StringArrayVarP(&f.outputs, "output", "o", nil, "write the report to this `file`, atomically, keeping its mode and owner (a device or FIFO in place; never an input or a read-only file); - is standard output (one per --format, in order)")
 	fs.StringVar(&f.failOn, "fail-on", "warning", "exit 1 on findings at or above: error|warning|info|never")
 	fs.StringVar(&f.policy, "policy", "stability", "remediation strategy around ipc: host: stability (keep it) | isolation (replace it)")
-	fs.StringVar(&f.target, "target", "compose", "deployment engine: compose|swarm|podman")
+	fs.StringVar(&f.target, "target", "compose", "deployment engine: compose|swarm|podman (podman when the probe finds Podman and no target is given)")
 	fs.StringVar(&f.probe, "probe", "auto", "measure /dev/shm in throwaway containers: auto|always|never")
 	fs.DurationVar(&f.probeWait, "probe-timeout", 60*time.Second, fmt.Sprintf("time limit for the whole probe, the daemon's first answer included; removing the containers may take %s more (the cleanup grace)", probe.CleanupGrace))
 	fs.StringVar(&f.write, "write-probe", "auto", "write probe target: auto, off, or a size such as 512m")
