@@ -529,6 +529,12 @@ func (r *runner) measure(n *node) string {
 		s.host.Mounts[len(s.host.Mounts)-1].Source = name
 	}
 
+	if s.bindSource != "" && s.bindSource != shmPath && r.engine.Name == analyze.Podman.Name {
+		// Podman's Docker-compatible API creates a missing bind source on the host, and the
+		// probe creates nothing there: unlike Docker's, its create cannot tell.
+		m.Error = fmt.Sprintf("the bind of %s at /dev/shm is not probed on Podman: its Docker-compatible API would create %s on the host if it were missing", s.bindSource, s.bindSource)
+		return ""
+	}
 	if ctx.Err() != nil {
 		m.Error = r.stopReason()
 		return ""
