@@ -549,6 +549,11 @@ func (r *runner) measure(n *node) string {
 		return id
 	}
 	if err := r.attach(n, id); err != nil {
+		// Podman prepares the container's process when it is attached to, and a runtime error
+		// then comes back as a bare 409 on the upgrade: starting it gives the daemon's message.
+		if _, serr := r.c.ContainerStart(ctx, id, client.ContainerStartOptions{}); serr != nil && !daemonGone(serr) {
+			err = serr
+		}
 		r.createFailed(n, err)
 		return id
 	}
