@@ -90,6 +90,9 @@ func TestEngines(t *testing.T) {
 			if podman := e.engine.Name == "Podman"; contains(rules["joiner"], "SHM006") == podman {
 				t.Errorf("joiner: findings %v: SHM006 only where the default IPC mode is private", rules["joiner"])
 			}
+			if e.engine.Refuses("host") && !strings.Contains(out, `"message": "`+strings.ToLower(e.engine.Name)+` refused the service's settings`) {
+				t.Errorf("host: SHM205 does not name %s:\n%s", e.engine.Name, out)
+			}
 
 			// A target given wins over the engine's.
 			_, out, _ = doctor(t, e.env, "--target", "compose", "--probe", "auto", "--format", "json", "--fail-on", "never", dir)
