@@ -30,7 +30,7 @@ func fixRound(t *testing.T, path string, cfg Config, need *int64, k *keepStats) 
 	var findings []Finding
 	var applied []*Fix
 	plans := map[string]shmNow{}
-	for _, p := range Load(context.Background(), Options{Paths: []string{path}, Need: need}) {
+	for _, p := range Load(context.Background(), Options{Paths: []string{path}, Need: need, Target: cfg.Target}) {
 		for _, e := range p.Errors {
 			t.Fatalf("load error: %v", e)
 		}
@@ -168,7 +168,7 @@ func checkFixes(t *testing.T, c fixCase) int {
 
 // anyFix reports whether the project has a finding with a fix.
 func anyFix(c fixCase) bool {
-	for _, p := range Load(context.Background(), Options{Paths: []string{c.path}, Need: c.need}) {
+	for _, p := range Load(context.Background(), Options{Paths: []string{c.path}, Need: c.need, Target: c.cfg.Target}) {
 		for _, f := range Check(p, c.cfg) {
 			if f.Fix != nil {
 				return true

@@ -42,6 +42,9 @@ type Options struct {
 	Stdin      io.Reader
 	Need       *int64 // --need, for every service
 	NeedFrom   string // who set Need, as reports name it; default --need
+	// Target is the engine the stacks deploy with (--target): its defaults (Podman's 62.5 MiB
+	// /dev/shm) are what a service that sets nothing is predicted to get. Compose when empty.
+	Target Target
 	// src reads every input of one Load once; Load makes it.
 	src *sources
 }
@@ -59,6 +62,9 @@ type Project struct {
 	Plans      []*ShmPlan
 	Notes      []string
 	Errors     []*LoadError
+	// Engine is the engine the project is predicted for: its defaults size a service that
+	// sets nothing. The zero value is Docker's.
+	Engine Engine
 	// Variant is set on a compose file -r found beside the default names: how it was checked.
 	Variant *Variant
 	env     *envTracker
@@ -381,7 +387,7 @@ func loadOne(ctx context.Context, t target, opts Options) *Project {
 		logger.SetLevel(oldLevel)
 	}()
 
-	p := &Project{Name: t.name(), Dir: t.dir, env: newEnvTracker(opts.StrictEnv)}
+	p := &Project{Name: t.name(), Dir: t.dir, Engine: opts.Target.Engine(), env: newEnvTracker(opts.StrictEnv)}
 	p.load(ctx, t, opts)
 	for _, l := range capture.lines {
 		n := noteFromLog(l)

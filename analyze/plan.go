@@ -1,5 +1,7 @@
 package analyze
 
+import "slices"
+
 // Source says where a service's /dev/shm comes from.
 type Source string
 
@@ -19,6 +21,42 @@ const (
 
 // DefaultShmSize is the /dev/shm size Docker gives a container unless told otherwise.
 const DefaultShmSize int64 = 64 << 20
+
+// PodmanDefaultShmSize is the /dev/shm size Podman gives a container unless told otherwise:
+// 64000k (62.5 MiB), not Docker's 64 MiB.
+const PodmanDefaultShmSize int64 = 64000 << 10
+
+// Engine is what a container engine does where engines differ: the defaults a compose
+// service gets when it sets nothing, and what it refuses.
+type Engine struct {
+	// Name is how messages name the engine: "Docker", "Podman".
+	Name string
+	// DefaultShm is the size of the /dev/shm of a container that sets no shm_size.
+	DefaultShm int64
+	// DefaultIPC is the IPC mode of a container that sets none: "private" or "shareable".
+	DefaultIPC string
+	// RefusesShmSizeWith lists the IPC modes with which creating a container that sets
+	// shm_size fails, rather than ignoring shm_size.
+	RefusesShmSizeWith []string
+}
+
+// Refuses reports whether the engine refuses to create a container with shm_size under
+// the IPC mode ipc.
+func (e Engine) Refuses(ipc string) bool { return slices.Contains(e.RefusesShmSizeWith, ipc) }
+
+// The engines.
+var (
+	Docker = Engine{Name: "Docker", DefaultShm: DefaultShmSize, DefaultIPC: "private"}
+	Podman = Engine{Name: "Podman", DefaultShm: PodmanDefaultShmSize, DefaultIPC: "shareable", RefusesShmSizeWith: []string{"host", "none"}}
+)
+
+// Engine is the engine a target deploys with: Podman for podman, Docker otherwise.
+func (t Target) Engine() Engine {
+	if t == TargetPodman {
+		return Podman
+	}
+	return Docker
+}
 
 // ShmPlan is everything the doctor knows about one service's /dev/shm. Rules read it, the
 // probe turns it into a container, the report prints it; nothing else derives shm state.

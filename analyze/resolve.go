@@ -92,7 +92,7 @@ func (p *Project) plan(s *types.ServiceConfig) *ShmPlan {
 		case plan.Configured != nil && *plan.Configured > 0:
 			plan.Predicted = ptr(*plan.Configured)
 		default:
-			plan.Predicted = ptr(DefaultShmSize)
+			plan.Predicted = ptr(p.engine().DefaultShm)
 		}
 	}
 	if plan.Configured != nil && plan.Mount == nil {
@@ -109,6 +109,14 @@ func (p *Project) plan(s *types.ServiceConfig) *ShmPlan {
 		plan.Ignored = append(plan.Ignored, IgnoredKey{"build.shm_size", "it sizes /dev/shm of build steps only, not of the running container"})
 	}
 	return plan
+}
+
+// engine is the project's engine, Docker unless Load was told otherwise.
+func (p *Project) engine() Engine {
+	if p.Engine.Name == "" {
+		return Docker
+	}
+	return p.Engine
 }
 
 // join follows ipc: service: chains to the service that owns the namespace.

@@ -108,7 +108,7 @@ func TestRules(t *testing.T) {
 	for _, dir := range dirs {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			cfg, need := fixtureConfig(t, dir)
-			projects := Load(context.Background(), Options{Paths: []string{dir}, Need: need})
+			projects := Load(context.Background(), Options{Paths: []string{dir}, Need: need, Target: cfg.Target})
 			if len(projects) != 1 {
 				t.Fatalf("loaded %d projects, want 1", len(projects))
 			}

@@ -1,6 +1,9 @@
 package analyze
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 var shm001 = Rule{
 	ID:       "SHM001",
@@ -11,7 +14,7 @@ var shm001 = Rule{
 		Rationale: "With `ipc: host` the container shares the host's IPC namespace and gets the host's " +
 			"own /dev/shm bind-mounted. Docker silently ignores `shm_size`, and `docker inspect` still shows " +
 			"it in HostConfig.ShmSize, so the value looks applied while the real size is the host's tmpfs. " +
-			"Podman refuses the combination outright (`--target podman` makes this an error).",
+			"Podman refuses the combination outright: with `--target podman` (inferred when the probe finds Podman) this is an error.",
 		Problematic: "services:\n  trainer:\n    image: pytorch/pytorch\n    ipc: host\n    shm_size: 16g\n",
 		Correct:     "services:\n  trainer:\n    image: pytorch/pytorch\n    ipc: host   # policy stability: keep the host's /dev/shm\n",
 		Exceptions:  "None: the key has no effect. With `--policy isolation` the fix drops `ipc: host` instead and keeps `shm_size`.",
@@ -22,8 +25,10 @@ var shm001 = Rule{
 			return
 		}
 		sev := Severity(0)
-		if p.Config.Target == TargetPodman {
+		msg := fmt.Sprintf("shm_size %s is ignored: ipc is host, so the host's /dev/shm is used", FormatSize(*p.Plan.Configured))
+		if e := p.Config.Target.Engine(); e.Refuses("host") && *p.Plan.Configured > 0 {
 			sev = Error
+			msg = fmt.Sprintf("shm_size %s with ipc: host: %s refuses to create the container (cannot set shmsize in the host IPC namespace)", FormatSize(*p.Plan.Configured), strings.ToLower(e.Name))
 		}
 		fix := "Remove shm_size: with ipc: host the container uses the host's /dev/shm."
 		if p.Config.Policy == PolicyIsolation {
@@ -32,7 +37,7 @@ var shm001 = Rule{
 		f := Finding{
 			Severity:    sev,
 			Pos:         p.At(ShmKey),
-			Message:     fmt.Sprintf("shm_size %s is ignored: ipc is host, so the host's /dev/shm is used", FormatSize(*p.Plan.Configured)),
+			Message:     msg,
 			Remediation: fix,
 			Related:     []Pos{p.At("ipc")},
 		}

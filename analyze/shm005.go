@@ -1,5 +1,10 @@
 package analyze
 
+import (
+	"fmt"
+	"strings"
+)
+
 var shm005 = Rule{
 	ID:       "SHM005",
 	Name:     "ipc-none",
@@ -11,7 +16,7 @@ var shm005 = Rule{
 			"error for a shared-memory workload and worth knowing for anything else.",
 		Problematic: "services:\n  trainer:\n    image: pytorch/pytorch\n    ipc: none\n",
 		Correct:     "services:\n  trainer:\n    image: pytorch/pytorch\n    shm_size: 2g\n",
-		Exceptions:  "Hardened services that never use shared memory.",
+		Exceptions:  "Hardened services that never use shared memory. Podman refuses `shm_size` with `ipc: none`: with `--target podman` (inferred when the probe finds Podman) that is an error.",
 		Sources:     []string{"Docker run reference, --ipc: https://docs.docker.com/reference/cli/docker/container/run/#ipc"},
 	},
 	Check: func(p *Pass) {
@@ -28,6 +33,13 @@ var shm005 = Rule{
 			f.Message = "ipc is none: " + workloadName(p.Plan) + " has no /dev/shm at all"
 			f.Remediation = "Remove ipc: none and set shm_size: " + ComposeSize(keepSize(p.Plan)) + "."
 			f.attach(p.fixPrivate())
+		}
+		if e := p.Config.Target.Engine(); e.Refuses("none") && p.Plan.Configured != nil && *p.Plan.Configured > 0 {
+			f.Severity = Error
+			f.Message = fmt.Sprintf("%s, and with shm_size %s %s refuses to create the container (cannot set shmsize in the none IPC namespace)", f.Message, FormatSize(*p.Plan.Configured), strings.ToLower(e.Name))
+			if !p.Plan.Workload() {
+				f.Remediation = "Remove shm_size, which Podman refuses with ipc: none, or remove ipc: none if the service uses shared memory."
+			}
 		}
 		p.Report(f)
 	},

@@ -14,7 +14,7 @@ var shm006 = Rule{
 			"does not make donors shareable for you.",
 		Problematic: "services:\n  donor:\n    image: app\n  worker:\n    image: app\n    ipc: service:donor\n",
 		Correct:     "services:\n  donor:\n    image: app\n    ipc: shareable\n  worker:\n    image: app\n    ipc: service:donor\n",
-		Exceptions:  "A daemon configured with `\"default-ipc-mode\": \"shareable\"` accepts private donors; the probe shows which applies.",
+		Exceptions:  "A daemon configured with `\"default-ipc-mode\": \"shareable\"` accepts private donors; the probe shows which applies. Podman's default IPC mode is shareable: with `--target podman` (inferred when the probe finds Podman) only a donor set to `ipc: private` is reported.",
 		Sources:     []string{"Docker run reference, --ipc: https://docs.docker.com/reference/cli/docker/container/run/#ipc"},
 	},
 	Check: func(p *Pass) {
@@ -25,6 +25,10 @@ var shm006 = Rule{
 		donor := p.Project.Plan(plan.Via[0])
 		if donor == nil || donor.IPC == "shareable" || donor.IPC == "host" {
 			return
+		}
+		engine := p.Config.Target.Engine()
+		if donor.IPC == "" && engine.DefaultIPC == "shareable" {
+			return // the engine makes every container shareable unless it says otherwise
 		}
 		mode := donor.IPC
 		if mode == "" {

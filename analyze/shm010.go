@@ -36,7 +36,7 @@ var shm010 = Rule{
 		}
 		f := Finding{
 			Pos:         at,
-			Message:     fmt.Sprintf("%s: /dev/shm is the 64 MiB default, and %s", what, why(plan)),
+			Message:     fmt.Sprintf("%s: /dev/shm is the %s default, and %s", what, FormatSize(p.Config.Target.Engine().DefaultShm), why(plan)),
 			Remediation: fmt.Sprintf("Set shm_size: %s on the service.%s", ComposeSize(size), memoryNote(plan, size)),
 		}
 		f.attach(p.fixShmSize(plan, size))

@@ -43,7 +43,7 @@ var shm201 = Rule{
 		case !m.Exists:
 			why = "the container has no /dev/shm"
 		case onDefault(plan) && plan.Mount == nil && len(plan.Via) == 0:
-			why = "the daemon's default-shm-size is not 64 MiB"
+			why = fmt.Sprintf("the daemon's default-shm-size is not %s's %s", p.Config.Target.Engine().Name, FormatSize(p.Config.Target.Engine().DefaultShm))
 		}
 		p.Report(Finding{
 			Pos:         sizingPos(p),

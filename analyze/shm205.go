@@ -1,5 +1,10 @@
 package analyze
 
+import (
+	"fmt"
+	"strings"
+)
+
 var shm205 = Rule{
 	ID:       "SHM205",
 	Name:     "probe-create-failed",
@@ -26,10 +31,15 @@ var shm205 = Rule{
 		if m == nil || m.CreateError == "" {
 			return
 		}
-		p.Report(Finding{
+		f := Finding{
 			Pos:         sizingPos(p),
 			Message:     "docker refused the service's settings: " + m.CreateError,
 			Remediation: "Fix the settings Docker names; docker compose up fails the same way.",
-		})
+		}
+		if e := p.Config.Target.Engine(); e.Name != Docker.Name {
+			f.Message = strings.ToLower(e.Name) + " refused the service's settings: " + m.CreateError
+			f.Remediation = fmt.Sprintf("Fix the settings %s names; %s compose up fails the same way.", e.Name, strings.ToLower(e.Name))
+		}
+		p.Report(f)
 	},
 }

@@ -105,13 +105,18 @@ func (r *runner) attach(n *node, id string) error {
 			}
 			granted = true
 			want := n.spec.target
+			var fillNote string
+			if size := l.Report.SizeBytes; n.spec.fill && size != nil && *size < want {
+				fillNote = fmt.Sprintf("target %s (the predicted size) lowered to %s, what /dev/shm holds", analyze.FormatSize(want), analyze.FormatSize(*size))
+				want = *size
+			}
 			var got int64
 			var note string
 			if l.Report.Exists {
 				got, note = r.budget.grant(want, r.o.WriteBudget, l.Report.MemAvailableBytes)
 			}
 			r.mu.Lock()
-			n.budgetNote = note
+			n.budgetNote, n.fillNote = note, fillNote
 			r.mu.Unlock()
 			line, _ := json.Marshal(writeGrant{Target: got})
 			_, _ = att.Conn.Write(append(line, '\n'))

@@ -31,10 +31,14 @@ func hundredG() []*analyze.ShmPlan {
 // up to the budget at most, and the services it capped say so.
 func TestWriteBudget(t *testing.T) {
 	t.Parallel()
-	o := testOptions(t)
+	forEachEngine(t, testWriteBudget)
+}
+
+func testWriteBudget(t *testing.T, e testEngine) {
+	o := engineOptions(t, e)
 	o.WriteBudget = 96 * mib
 	o.WriteMode = "write"
-	ms := run(t, o, hundredG()...)
+	ms := runOn(t, e, o, hundredG()...)
 	var total int64
 	capped := 0
 	for name, m := range ms {

@@ -17,7 +17,9 @@ import (
 type HostInfo struct {
 	// DaemonHost is the address the client talks to.
 	DaemonHost string `json:"daemon_host"`
-	// ServerVersion is the engine's version (20.10.24).
+	// Engine is the engine behind the API, from its version response: "Docker" or "Podman".
+	Engine string `json:"engine"`
+	// ServerVersion is the engine's version (20.10.24, or Podman's 4.3.1).
 	ServerVersion string `json:"server_version"`
 	// APIVersion is the API version negotiated with the daemon; DaemonAPIVersion is the
 	// daemon's own maximum.
@@ -102,6 +104,7 @@ func Host(ctx context.Context, c Client, opts Options) (*HostInfo, error) {
 		CPUs: info.NCPU, MemTotalBytes: info.MemTotal, DefaultRuntime: info.DefaultRuntime,
 	}
 	_, h.Arch = daemonPlatform(info.OSType, info.Architecture)
+	h.Engine = r.engine.Name
 	if v, err := c.ServerVersion(r.ctx, client.ServerVersionOptions{}); err == nil {
 		h.DaemonAPIVersion = v.APIVersion
 	} else {

@@ -329,7 +329,8 @@ func removeUntagged(ctx context.Context, c Client, digest string) {
 
 // noSuchImage reports a create that failed because the image is gone.
 func noSuchImage(err error) bool {
-	return err != nil && cerrdefs.IsNotFound(err) && strings.Contains(err.Error(), "No such image")
+	// Docker says "No such image: X"; Podman "no such image: X: image not known".
+	return err != nil && cerrdefs.IsNotFound(err) && strings.Contains(strings.ToLower(err.Error()), "no such image")
 }
 
 // agentLayer is a tar of the whole root filesystem: the agent at /shmdoctor and, for a

@@ -250,6 +250,13 @@ func (d *dyingDaemon) Ping(context.Context, client.PingOptions) (client.PingResu
 	return client.PingResult{APIVersion: "1.41", OSType: "linux"}, nil
 }
 
+func (d *dyingDaemon) ServerVersion(context.Context, client.ServerVersionOptions) (client.ServerVersionResult, error) {
+	if d.isDead() {
+		return client.ServerVersionResult{}, d.refused()
+	}
+	return client.ServerVersionResult{Version: "20.10.24", APIVersion: "1.41", Os: "linux", Arch: "amd64"}, nil
+}
+
 func (d *dyingDaemon) Info(context.Context, client.InfoOptions) (client.SystemInfoResult, error) {
 	return client.SystemInfoResult{Info: system.Info{OSType: "linux", Architecture: "x86_64", SystemTime: time.Now().Format(time.RFC3339Nano)}}, nil
 }

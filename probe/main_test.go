@@ -69,25 +69,29 @@ func testMain(m *testing.M) int {
 	} else {
 		testClient = c.(*client.Client)
 	}
+	connectPodman(ctx)
 
 	code := m.Run()
 
-	if testClient != nil {
+	for _, c := range []*client.Client{testClient, podmanClient} {
+		if c == nil {
+			continue
+		}
 		// Nothing the tests started may survive them: no container, no file in /dev/shm.
 		f := make(client.Filters).Add("label", LabelProbe)
-		list, err := testClient.ContainerList(context.Background(), client.ContainerListOptions{All: true, Filters: f})
+		list, err := c.ContainerList(context.Background(), client.ContainerListOptions{All: true, Filters: f})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "listing probe containers:", err)
 			code = 1
-		} else {
-			for _, s := range list.Items {
-				if !strings.HasPrefix(s.Labels[LabelProject], testPrefix) {
-					continue // another process's
-				}
-				fmt.Fprintln(os.Stderr, "FAIL: probe container survived the tests:", s.ID[:12], s.Names, s.Labels)
-				_, _ = testClient.ContainerRemove(context.Background(), s.ID, client.ContainerRemoveOptions{Force: true})
-				code = 1
+			continue
+		}
+		for _, s := range list.Items {
+			if !strings.HasPrefix(s.Labels[LabelProject], testPrefix) {
+				continue // another process's
 			}
+			fmt.Fprintln(os.Stderr, "FAIL: probe container survived the tests:", c.DaemonHost(), s.ID[:12], s.Names, s.Labels)
+			_, _ = c.ContainerRemove(context.Background(), s.ID, client.ContainerRemoveOptions{Force: true})
+			code = 1
 		}
 	}
 	if left, _ := filepath.Glob(filepath.Join(locks, "shmdoctor", "*.lock")); len(left) > 0 {
@@ -114,9 +118,14 @@ func daemon(t *testing.T) *client.Client {
 // own containers while other tests run in parallel, and checks that check at cleanup.
 func testOptions(t *testing.T) Options {
 	t.Helper()
-	c := daemon(t)
+	return engineOptions(t, testEngine{name: "docker", c: daemon(t), engine: analyze.Docker})
+}
+
+// engineOptions is testOptions for the engine e.
+func engineOptions(t *testing.T, e testEngine) Options {
+	t.Helper()
 	project := testPrefix + "-" + strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
-	t.Cleanup(func() { assertNoContainers(t, c, project) })
+	t.Cleanup(func() { assertNoContainers(t, e.c, project) })
 	return Options{Project: project, Binary: testAgent, Timeout: 90 * time.Second}
 }
 
@@ -136,8 +145,14 @@ func assertNoContainers(t *testing.T, c Client, project string) {
 
 func run(t *testing.T, o Options, plans ...*analyze.ShmPlan) map[string]*analyze.Measurement {
 	t.Helper()
+	return runOn(t, testEngine{name: "docker", c: daemon(t), engine: analyze.Docker}, o, plans...)
+}
+
+// runOn is run against the engine e.
+func runOn(t *testing.T, e testEngine, o Options, plans ...*analyze.ShmPlan) map[string]*analyze.Measurement {
+	t.Helper()
 	start := time.Now()
-	ms, err := Run(context.Background(), daemon(t), plans, o)
+	ms, err := Run(context.Background(), e.c, plans, o)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}

@@ -6,8 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -19,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/internal/testutil"
 )
 
 // hostShm is the size of this machine's /dev/shm: the daemon runs here, so a container
@@ -74,24 +77,43 @@ func assertWrite(t *testing.T, name string, m *analyze.Measurement, outcome anal
 }
 
 // TestIPCModes: private (daemon default and explicit), shm_size, shareable, host and none,
-// all in one run, each measured size equal to the prediction.
+// all in one run, each measured size equal to the prediction, on every engine: Podman's
+// default is 62.5 MiB, and it refuses shm_size with ipc: host.
 func TestIPCModes(t *testing.T) {
 	t.Parallel()
-	o := testOptions(t)
+	forEachEngine(t, testIPCModes)
+}
+
+func testIPCModes(t *testing.T, e testEngine) {
+	o := engineOptions(t, e)
 	o.WriteMode = "write"
-	ms := run(t, o,
-		&analyze.ShmPlan{Service: "default", Source: analyze.SourcePrivate, Predicted: i64(64 * mib)},
+	def := e.engine.DefaultShm
+	ms := runOn(t, e, o,
+		&analyze.ShmPlan{Service: "default", Source: analyze.SourcePrivate, Predicted: i64(def)},
 		&analyze.ShmPlan{Service: "private-256m", IPC: "private", Source: analyze.SourcePrivate, Configured: i64(256 * mib), Predicted: i64(256 * mib)},
-		&analyze.ShmPlan{Service: "shm-size-0", Source: analyze.SourcePrivate, Configured: i64(0), Predicted: i64(64 * mib)},
+		&analyze.ShmPlan{Service: "shm-size-0", Source: analyze.SourcePrivate, Configured: i64(0), Predicted: i64(def)},
 		&analyze.ShmPlan{Service: "shareable-32m", IPC: "shareable", Source: analyze.SourceShareable, Configured: i64(32 * mib), Predicted: i64(32 * mib)},
 		&analyze.ShmPlan{Service: "host", IPC: "host", Source: analyze.SourceHost, Configured: i64(2 * gib)},
+		&analyze.ShmPlan{Service: "host-plain", IPC: "host", Source: analyze.SourceHost},
 		&analyze.ShmPlan{Service: "none", IPC: "none", Source: analyze.SourceNone, Configured: i64(256 * mib)},
+		&analyze.ShmPlan{Service: "none-plain", IPC: "none", Source: analyze.SourceNone},
 	)
-	assertSize(t, "default", ms["default"], 64*mib)
+	assertSize(t, "default", ms["default"], def)
 	assertSize(t, "private-256m", ms["private-256m"], 256*mib)
-	assertSize(t, "shm-size-0", ms["shm-size-0"], 64*mib)
+	assertSize(t, "shm-size-0", ms["shm-size-0"], def)
 	assertSize(t, "shareable-32m", ms["shareable-32m"], 32*mib)
-	assertSize(t, "host", ms["host"], hostShm(t)) // shm_size 2g is ignored
+	assertSize(t, "host-plain", ms["host-plain"], hostShm(t))
+	if e.engine.Refuses("host") {
+		if m := ms["host"]; !strings.Contains(m.CreateError, "cannot set shmsize") {
+			t.Errorf("host: want %s's refusal of shm_size with ipc: host, got %s", e.engine.Name, describe(m))
+		}
+	} else {
+		assertSize(t, "host", ms["host"], hostShm(t)) // shm_size 2g is ignored
+		// Where /dev/shm is the host's, the write probe is capped at 256 MiB.
+		if w := assertWrite(t, "host", ms["host"], analyze.WriteOK); w.TargetBytes != 256*mib || !strings.Contains(w.Reason, "capped") {
+			t.Errorf("host: write target %s (%q), want 256MiB capped", analyze.FormatSize(w.TargetBytes), w.Reason)
+		}
+	}
 
 	for _, name := range []string{"default", "private-256m", "shareable-32m"} {
 		w := assertWrite(t, name, ms[name], analyze.WriteOK)
@@ -99,26 +121,35 @@ func TestIPCModes(t *testing.T) {
 			t.Errorf("%s: wrote %d of %d at %.2f GB/s", name, w.WrittenBytes, w.TargetBytes, w.GBps)
 		}
 	}
-	if m := ms["default"]; m.FSType != "tmpfs" || m.MountSource != "shm" || !strings.Contains(m.MountOptions, "size=65536k") {
-		t.Errorf("default: fs %q source %q options %q, want tmpfs, shm, size=65536k", m.FSType, m.MountSource, m.MountOptions)
+	if m, opt := ms["default"], fmt.Sprintf("size=%dk", def>>10); m.FSType != "tmpfs" || m.MountSource != "shm" || !strings.Contains(m.MountOptions, opt) {
+		t.Errorf("default: fs %q source %q options %q, want tmpfs, shm, %s", m.FSType, m.MountSource, m.MountOptions, opt)
 	}
-	// Where /dev/shm is the host's, the write probe is capped at 256 MiB.
-	if w := assertWrite(t, "host", ms["host"], analyze.WriteOK); w.TargetBytes != 256*mib || !strings.Contains(w.Reason, "capped") {
-		t.Errorf("host: write target %s (%q), want 256MiB capped", analyze.FormatSize(w.TargetBytes), w.Reason)
+	nones := []string{"none", "none-plain"}
+	if e.engine.Refuses("none") {
+		if m := ms["none"]; !strings.Contains(m.CreateError, "cannot set shmsize") {
+			t.Errorf("none: want %s's refusal of shm_size with ipc: none, got %s", e.engine.Name, describe(m))
+		}
+		nones = nones[1:]
 	}
-	none := ms["none"]
-	if none.Exists || none.MeasuredBytes != nil || none.Error != "" || none.CreateError != "" {
-		t.Errorf("none: want no /dev/shm and no error, got %s", describe(none))
+	for _, name := range nones {
+		none := ms[name]
+		if none.Exists || none.MeasuredBytes != nil || none.Error != "" || none.CreateError != "" {
+			t.Errorf("%s: want no /dev/shm and no error, got %s", name, describe(none))
+		}
+		assertWrite(t, name, none, analyze.WriteSkipped)
 	}
-	assertWrite(t, "none", none, analyze.WriteSkipped)
 }
 
 // TestMounts: a mount at /dev/shm wins over shm_size in every form compose can declare it.
 func TestMounts(t *testing.T) {
 	t.Parallel()
-	o := testOptions(t)
+	forEachEngine(t, testMounts)
+}
+
+func testMounts(t *testing.T, e testEngine) {
+	o := engineOptions(t, e)
 	o.WriteProbe = "off"
-	c := daemon(t)
+	c := e.c
 	ctx := context.Background()
 
 	vol := "shmdoctor-test-" + newRunID()
@@ -127,8 +158,9 @@ func TestMounts(t *testing.T) {
 	}
 	t.Cleanup(func() { _, _ = c.VolumeRemove(context.Background(), vol, client.VolumeRemoveOptions{Force: true}) })
 	missing := "shmdoctor-missing-" + newRunID()
+	missingBind := "/nonexistent/shmdoctor-" + newRunID()
 
-	ms := run(t, o,
+	ms := runOn(t, e, o,
 		&analyze.ShmPlan{Service: "tmpfs-entry", Source: analyze.SourceTmpfs, Configured: i64(2 * gib), Predicted: i64(256 * mib),
 			Mount: &analyze.Mount{Type: analyze.SourceTmpfs, Size: i64(256 * mib), Entry: "tmpfs"}},
 		&analyze.ShmPlan{Service: "tmpfs-volume", Source: analyze.SourceTmpfs, Predicted: i64(128 * mib),
@@ -144,7 +176,7 @@ func TestMounts(t *testing.T) {
 		&analyze.ShmPlan{Service: "volume-missing", Source: analyze.SourceVolume,
 			Mount: &analyze.Mount{Type: analyze.SourceVolume, Source: missing, Entry: "volumes"}},
 		&analyze.ShmPlan{Service: "bind-missing", Source: analyze.SourceBind,
-			Mount: &analyze.Mount{Type: analyze.SourceBind, Source: "/nonexistent/shmdoctor-" + newRunID(), Entry: "volumes"}},
+			Mount: &analyze.Mount{Type: analyze.SourceBind, Source: missingBind, Entry: "volumes"}},
 	)
 	assertSize(t, "tmpfs-entry", ms["tmpfs-entry"], 256*mib)
 	assertSize(t, "tmpfs-volume", ms["tmpfs-volume"], 128*mib)
@@ -168,8 +200,18 @@ func TestMounts(t *testing.T) {
 		_, _ = c.VolumeRemove(ctx, missing, client.VolumeRemoveOptions{Force: true})
 		t.Errorf("the probe created the missing volume %s", missing)
 	}
-	if m := ms["bind-missing"]; !strings.Contains(m.Error, "does not exist") || m.CreateError != "" {
+	if e.engine.Name == analyze.Podman.Name {
+		// Podman would create a missing bind source: no bind but /dev/shm's is probed there.
+		if m := ms["bind-missing"]; !strings.Contains(m.Error, "not probed on Podman") || m.Exists {
+			t.Errorf("bind-missing: want an error saying it is not probed, got %s", describe(m))
+		}
+	} else if m := ms["bind-missing"]; !strings.Contains(m.Error, "does not exist") || m.CreateError != "" {
 		t.Errorf("bind-missing: want an error saying it does not exist, got %s", describe(m))
+	}
+	if _, err := os.Stat(missingBind); err == nil {
+		t.Errorf("the probe created the missing bind source %s", missingBind)
+		_ = os.Remove(missingBind)
+		_ = os.Remove(filepath.Dir(missingBind)) // only if empty
 	}
 }
 
@@ -177,9 +219,13 @@ func TestMounts(t *testing.T) {
 // and the donor stays up until they are done.
 func TestDonorChain(t *testing.T) {
 	t.Parallel()
-	o := testOptions(t)
+	forEachEngine(t, testDonorChain)
+}
+
+func testDonorChain(t *testing.T, e testEngine) {
+	o := engineOptions(t, e)
 	o.WriteMode = "write"
-	ms := run(t, o,
+	ms := runOn(t, e, o,
 		&analyze.ShmPlan{Service: "joiner2", IPC: "service:joiner", Source: analyze.SourceService, Donor: "donor", Via: []string{"joiner", "donor"},
 			Configured: i64(2 * gib), Predicted: i64(128 * mib)},
 		&analyze.ShmPlan{Service: "joiner", IPC: "service:donor", Source: analyze.SourceService, Donor: "donor", Via: []string{"donor"},
@@ -200,52 +246,104 @@ func TestDonorChain(t *testing.T) {
 	}
 }
 
-// TestNonShareableDonor: joining a private donor fails the way docker compose fails.
+// TestNonShareableDonor: joining a donor that sets no ipc fails the way docker compose fails
+// on Docker (private by default), and works on Podman (shareable by default).
 func TestNonShareableDonor(t *testing.T) {
 	t.Parallel()
-	o := testOptions(t)
-	ms := run(t, o,
-		&analyze.ShmPlan{Service: "donor", Source: analyze.SourcePrivate, Predicted: i64(64 * mib)},
-		&analyze.ShmPlan{Service: "joiner", IPC: "service:donor", Source: analyze.SourceService, Donor: "donor", Predicted: i64(64 * mib)},
-	)
-	assertSize(t, "donor", ms["donor"], 64*mib)
-	if m := ms["joiner"]; !strings.Contains(m.CreateError, "can't join IPC of container donor: non-shareable IPC") {
-		t.Errorf("joiner: want a create error about a non-shareable IPC donor, got %s", describe(m))
-	}
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		o := engineOptions(t, e)
+		def := e.engine.DefaultShm
+		ms := runOn(t, e, o,
+			&analyze.ShmPlan{Service: "donor", Source: analyze.SourcePrivate, Predicted: i64(def)},
+			&analyze.ShmPlan{Service: "joiner", IPC: "service:donor", Source: analyze.SourceService, Donor: "donor", Via: []string{"donor"}, Predicted: i64(def)},
+		)
+		assertSize(t, "donor", ms["donor"], def)
+		if e.engine.DefaultIPC == "shareable" {
+			assertSize(t, "joiner", ms["joiner"], def)
+			return
+		}
+		if m := ms["joiner"]; !strings.Contains(m.CreateError, "can't join IPC of container donor: non-shareable IPC") {
+			t.Errorf("joiner: want a create error about a non-shareable IPC donor, got %s", describe(m))
+		}
+	})
 }
 
-// TestENOSPC: write(2) of 100 MiB into the default 64 MiB stops at 64 MiB.
+// TestENOSPC: write(2) of 100 MiB into the default /dev/shm stops at its size (64 MiB on
+// Docker, 62.5 MiB on Podman).
 func TestENOSPC(t *testing.T) {
 	t.Parallel()
-	o := testOptions(t)
-	ms := run(t, o, &analyze.ShmPlan{Service: "loader", Source: analyze.SourcePrivate, Predicted: i64(64 * mib), Need: i64(100 * mib), NeedFrom: "test"})
-	assertSize(t, "loader", ms["loader"], 64*mib)
-	w := assertWrite(t, "loader", ms["loader"], analyze.WriteENOSPC)
-	// Parallel writers may overshoot the tmpfs limit by a few pages: the kernel counts
-	// used blocks per CPU.
-	if w.Mode != "write" || w.TargetBytes != 100*mib || w.WrittenBytes < 63*mib || w.WrittenBytes > 65*mib {
-		t.Errorf("write probe %+v, want write mode, target 100MiB, about 64MiB written", *w)
-	}
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		o := engineOptions(t, e)
+		def := e.engine.DefaultShm
+		ms := runOn(t, e, o, &analyze.ShmPlan{Service: "loader", Source: analyze.SourcePrivate, Predicted: i64(def), Need: i64(100 * mib), NeedFrom: "test"})
+		assertSize(t, "loader", ms["loader"], def)
+		w := assertWrite(t, "loader", ms["loader"], analyze.WriteENOSPC)
+		// Parallel writers may overshoot the tmpfs limit by a few pages: the kernel counts
+		// used blocks per CPU.
+		if w.Mode != "write" || w.TargetBytes != 100*mib || w.WrittenBytes < def-mib || w.WrittenBytes > def+mib {
+			t.Errorf("write probe %+v, want write mode, target 100MiB, about %s written", *w, analyze.FormatSize(def))
+		}
+	})
 }
 
-// TestSIGBUS: touching mmapped pages past the 64 MiB tmpfs raises SIGBUS, caught.
+// TestSIGBUS: touching mmapped pages past the default tmpfs raises SIGBUS, caught.
 func TestSIGBUS(t *testing.T) {
 	t.Parallel()
-	o := testOptions(t)
-	o.WriteMode = "mmap"
-	ms := run(t, o, &analyze.ShmPlan{Service: "loader", Source: analyze.SourcePrivate, Predicted: i64(64 * mib), Need: i64(100 * mib)})
-	w := assertWrite(t, "loader", ms["loader"], analyze.WriteSIGBUS)
-	if w.Mode != "mmap" || w.WrittenBytes < 63*mib || w.WrittenBytes > 65*mib {
-		t.Errorf("write probe %+v, want mmap mode, about 64MiB written", *w)
-	}
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		o := engineOptions(t, e)
+		o.WriteMode = "mmap"
+		def := e.engine.DefaultShm
+		ms := runOn(t, e, o, &analyze.ShmPlan{Service: "loader", Source: analyze.SourcePrivate, Predicted: i64(def), Need: i64(100 * mib)})
+		w := assertWrite(t, "loader", ms["loader"], analyze.WriteSIGBUS)
+		if w.Mode != "mmap" || w.WrittenBytes < def-mib || w.WrittenBytes > def+mib {
+			t.Errorf("write probe %+v, want mmap mode, about %s written", *w, analyze.FormatSize(def))
+		}
+	})
+}
+
+// TestFillPrediction: a service that sets nothing and predicted Docker's 64 MiB, probed on
+// every engine (on Podman, as with --target compose), fills what its /dev/shm holds and
+// passes: the write probe never calls a plain service's full default a failure.
+func TestFillPrediction(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		o := engineOptions(t, e)
+		dir := testutil.WriteFiles(t, map[string]string{"compose.yaml": "services:\n  plain:\n    image: alpine\n"})
+		ps := analyze.Load(context.Background(), analyze.Options{Paths: []string{dir}})
+		if len(ps) != 1 || !ps[0].Loaded() {
+			t.Fatalf("loading %s: %d projects", dir, len(ps))
+		}
+		if p := ps[0].Plan("plain"); p == nil || p.Predicted == nil || *p.Predicted != analyze.DefaultShmSize {
+			t.Fatalf("plain: predicted %v, want Docker's default", p)
+		}
+		ms := runOn(t, e, o, ps[0].Plans...)
+		m := ms["plain"]
+		assertSize(t, "plain", m, e.engine.DefaultShm)
+		w := assertWrite(t, "plain", m, analyze.WriteOK)
+		if w.TargetBytes != e.engine.DefaultShm || w.WrittenBytes != w.TargetBytes {
+			t.Errorf("plain: wrote %s of %s, want all of %s", analyze.FormatSize(w.WrittenBytes), analyze.FormatSize(w.TargetBytes), analyze.FormatSize(e.engine.DefaultShm))
+		}
+		if lowered := strings.Contains(w.Reason, "lowered"); lowered != (e.engine.DefaultShm < analyze.DefaultShmSize) {
+			t.Errorf("plain: reason %q: the target is lowered only where /dev/shm holds less than predicted", w.Reason)
+		}
+		for _, f := range analyze.CheckMeasurements(ps[0], analyze.Config{}, ms) {
+			if f.Severity == analyze.Error {
+				t.Errorf("plain: %s %s", f.Rule, f.Message)
+			}
+		}
+	})
 }
 
 // TestOOMKill: with mem_limit 128m and shm_size 512m, writing 384 MiB gets the writer
 // OOM-killed before /dev/shm fills; the report says how far it got.
 func TestOOMKill(t *testing.T) {
 	t.Parallel()
-	o := testOptions(t)
-	ms := run(t, o, &analyze.ShmPlan{Service: "trainer", Source: analyze.SourcePrivate,
+	forEachEngine(t, testOOMKill)
+}
+
+func testOOMKill(t *testing.T, e testEngine) {
+	o := engineOptions(t, e)
+	ms := runOn(t, e, o, &analyze.ShmPlan{Service: "trainer", Source: analyze.SourcePrivate,
 		Configured: i64(512 * mib), Predicted: i64(512 * mib), MemLimit: i64(128 * mib), MemSwapLimit: i64(128 * mib), Need: i64(384 * mib)})
 	m := ms["trainer"]
 	assertSize(t, "trainer", m, 512*mib)
@@ -266,17 +364,29 @@ func TestOOMKill(t *testing.T) {
 // message is the create error, as docker compose would report it.
 func TestUlimitsAndLimits(t *testing.T) {
 	t.Parallel()
-	o := testOptions(t)
+	forEachEngine(t, testUlimitsAndLimits)
+}
+
+func testUlimitsAndLimits(t *testing.T, e testEngine) {
+	o := engineOptions(t, e)
 	o.WriteProbe = "off"
-	ms := run(t, o,
-		&analyze.ShmPlan{Service: "limits", Source: analyze.SourcePrivate, Predicted: i64(64 * mib),
+	def := e.engine.DefaultShm
+	ms := runOn(t, e, o,
+		&analyze.ShmPlan{Service: "limits", Source: analyze.SourcePrivate, Predicted: i64(def),
 			Memlock: &analyze.Ulimit{Soft: 4 << 20, Hard: 8 << 20}, Stack: &analyze.Ulimit{Soft: 64 << 20, Hard: 64 << 20},
 			MemLimit: i64(1 * gib), GPU: true},
-		&analyze.ShmPlan{Service: "memlock-unlimited", Source: analyze.SourcePrivate, Predicted: i64(64 * mib),
+		&analyze.ShmPlan{Service: "memlock-unlimited", Source: analyze.SourcePrivate, Predicted: i64(def),
 			Memlock: &analyze.Ulimit{Soft: -1, Hard: -1}},
 	)
 	m := ms["limits"]
-	assertSize(t, "limits", m, 64*mib)
+	if e.engine.Name == analyze.Podman.Name && strings.Contains(m.CreateError, "error setting rlimit type 7") {
+		// Podman sets open files to 1048576 in a container that names any ulimit, whatever its
+		// containers.conf says, and a service whose own hard limit is lower (a sandbox) cannot
+		// start it: the daemon's message is the create error, as with podman compose.
+		t.Logf("limits: not measurable on this Podman service: %s", m.CreateError)
+		return
+	}
+	assertSize(t, "limits", m, def)
 	if m.Memlock != "4194304" || m.Stack != "67108864" {
 		t.Errorf("memlock %q stack %q, want 4194304 and 67108864", m.Memlock, m.Stack)
 	}
@@ -382,21 +492,28 @@ func TestUnreachableDaemon(t *testing.T) {
 // TestHost: the facts `shmdoctor host` prints, measured on this engine.
 func TestHost(t *testing.T) {
 	t.Parallel()
-	o := testOptions(t)
-	h, err := Host(context.Background(), daemon(t), o)
+	forEachEngine(t, testHost)
+}
+
+func testHost(t *testing.T, e testEngine) {
+	o := engineOptions(t, e)
+	h, err := Host(context.Background(), e.c, o)
 	if err != nil {
 		t.Fatalf("Host: %v", err)
 	}
 	js, _ := json.Marshal(h)
 	t.Logf("%s", js)
-	if h.DefaultShmBytes == nil || *h.DefaultShmBytes != 64*mib || h.DefaultShmSource != "shm" {
-		t.Errorf("default /dev/shm %v from %q, want 64MiB from shm", h.DefaultShmBytes, h.DefaultShmSource)
+	if h.Engine != e.engine.Name {
+		t.Errorf("engine %q, want %q", h.Engine, e.engine.Name)
+	}
+	if h.DefaultShmBytes == nil || *h.DefaultShmBytes != e.engine.DefaultShm || h.DefaultShmSource != "shm" {
+		t.Errorf("default /dev/shm %v from %q, want %s from shm", h.DefaultShmBytes, h.DefaultShmSource, analyze.FormatSize(e.engine.DefaultShm))
 	}
 	if h.HostShmBytes == nil || *h.HostShmBytes != hostShm(t) {
 		t.Errorf("host /dev/shm %v, want %d", h.HostShmBytes, hostShm(t))
 	}
-	if h.DefaultIPCMode != "private" && h.DefaultIPCMode != "shareable" {
-		t.Errorf("default IPC mode %q", h.DefaultIPCMode)
+	if h.DefaultIPCMode != e.engine.DefaultIPC && !(e.engine.DefaultIPC == "private" && h.DefaultIPCMode == "shareable") {
+		t.Errorf("default IPC mode %q, want %q", h.DefaultIPCMode, e.engine.DefaultIPC)
 	}
 	if h.OS != "linux" || h.Arch == "" || h.ServerVersion == "" || h.APIVersion == "" || h.CgroupVersion == "" || h.MemTotalBytes <= 0 || h.MemAvailableBytes == nil {
 		t.Errorf("incomplete host info: %+v", *h)

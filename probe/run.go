@@ -209,8 +209,10 @@ func Run(ctx context.Context, c Client, plans []*analyze.ShmPlan, opts Options) 
 
 // runner is one run: its id, context, image and the containers it created.
 type runner struct {
-	c      Client
-	o      Options
+	c Client
+	o Options
+	// engine names the daemon in messages (Docker until its version says otherwise).
+	engine analyze.Engine
 	runID  string
 	image  string
 	parent context.Context // the caller's: cancelled on Ctrl-C
@@ -247,7 +249,7 @@ func (r *runner) cleanupContext() (context.Context, context.CancelFunc) {
 // probe image exists.
 func start(parent context.Context, c Client, o Options) (*runner, error) {
 	ctx, cancel := context.WithTimeout(parent, o.Timeout)
-	r := &runner{c: c, o: o, runID: newRunID(), parent: parent, ctx: ctx, cancel: cancel,
+	r := &runner{c: c, o: o, engine: analyze.Docker, runID: newRunID(), parent: parent, ctx: ctx, cancel: cancel,
 		sem: make(chan struct{}, o.Parallel), created: map[string]bool{}, hard: time.Now().Add(o.Timeout + CleanupGrace - exitReserve)}
 	stopHard := context.AfterFunc(parent, func() {
 		// Interrupted: the grace counts from now.
@@ -279,6 +281,8 @@ func start(parent context.Context, c Client, o Options) (*runner, error) {
 		return fail(fmt.Errorf("reading daemon info: %s", reason(err)))
 	}
 	r.info = info
+	// The engine only names the daemon in messages: a daemon that does not say is Docker.
+	r.engine, _, _ = DetectEngine(ctx, c)
 	if t, err := time.Parse(time.RFC3339Nano, info.Info.SystemTime); err == nil {
 		r.clock = time.Until(t)
 	}
@@ -311,7 +315,7 @@ func (r *runner) stopped() error {
 	}
 	if errors.Is(r.ctx.Err(), context.DeadlineExceeded) {
 		if r.hung {
-			return fmt.Errorf("probe timed out after %s (--probe-timeout): the Docker daemon at %s stopped answering: %w", r.o.Timeout, r.c.DaemonHost(), context.DeadlineExceeded)
+			return fmt.Errorf("probe timed out after %s (--probe-timeout): the %s daemon at %s stopped answering: %w", r.o.Timeout, r.engine.Name, r.c.DaemonHost(), context.DeadlineExceeded)
 		}
 		return fmt.Errorf("probe timed out after %s (--probe-timeout): %w", r.o.Timeout, context.DeadlineExceeded)
 	}
@@ -347,9 +351,11 @@ type node struct {
 	// hold: the container stays up after measuring until joiners is done.
 	hold bool
 	// att is the attach connection that holds the agent's standard input open;
-	// budgetNote says how the run's write budget capped the target (under runner.mu).
+	// budgetNote says how the run's write budget capped the target and fillNote how the
+	// size of /dev/shm lowered it (both under runner.mu).
 	att        client.HijackedResponse
 	budgetNote string
+	fillNote   string
 	joiners    sync.WaitGroup
 	// shm serialises the probes that share one IPC namespace (the root donor's), so that
 	// two joiners' write probes do not fill the same /dev/shm at once.
@@ -523,6 +529,12 @@ func (r *runner) measure(n *node) string {
 		s.host.Mounts[len(s.host.Mounts)-1].Source = name
 	}
 
+	if s.bindSource != "" && s.bindSource != shmPath && r.engine.Name == analyze.Podman.Name {
+		// Podman's Docker-compatible API creates a missing bind source on the host, and the
+		// probe creates nothing there: unlike Docker's, its create cannot tell.
+		m.Error = fmt.Sprintf("the bind of %s at /dev/shm is not probed on Podman: its Docker-compatible API would create %s on the host if it were missing", s.bindSource, s.bindSource)
+		return ""
+	}
 	if ctx.Err() != nil {
 		m.Error = r.stopReason()
 		return ""
@@ -537,6 +549,11 @@ func (r *runner) measure(n *node) string {
 		return id
 	}
 	if err := r.attach(n, id); err != nil {
+		// Podman prepares the container's process when it is attached to, and a runtime error
+		// then comes back as a bare 409 on the upgrade: starting it gives the daemon's message.
+		if _, serr := r.c.ContainerStart(ctx, id, client.ContainerStartOptions{}); serr != nil && !daemonGone(serr) {
+			err = serr
+		}
 		r.createFailed(n, err)
 		return id
 	}
@@ -583,7 +600,7 @@ func (r *runner) createFailed(n *node, err error) {
 	case r.ctx.Err() != nil:
 		m.Error = r.stopReason()
 	case daemonGone(err):
-		m.Error = "the Docker daemon stopped answering: " + reason(err)
+		m.Error = "the " + r.engine.Name + " daemon stopped answering: " + reason(err)
 	case n.spec.bindSource != "" && n.spec.bindSource != shmPath && strings.Contains(err.Error(), "does not exist"):
 		m.Error = fmt.Sprintf("bind source %s does not exist on the daemon host; the probe does not create it (docker compose would create an empty directory)", n.spec.bindSource)
 	default:
@@ -617,7 +634,7 @@ func (r *runner) runFailed(n *node, what string, err error) {
 	case r.ctx.Err() != nil:
 		n.m.Error = r.stopReason()
 	case daemonGone(err):
-		n.m.Error = fmt.Sprintf("the Docker daemon stopped answering while %s: %s", what, reason(err))
+		n.m.Error = fmt.Sprintf("the %s daemon stopped answering while %s: %s", r.engine.Name, what, reason(err))
 	default:
 		n.m.Error = fmt.Sprintf("%s: %s", what, reason(err))
 	}
@@ -795,12 +812,12 @@ func (r *runner) fill(n *node, out *AgentOutput, st *container.State, stderr str
 		}
 	}
 	r.mu.Lock()
-	budgetNote := n.budgetNote
+	budgetNote, fillNote := n.budgetNote, n.fillNote
 	r.mu.Unlock()
 	if m.Write != nil && budgetNote != "" {
 		m.Write.BudgetCapped = true
 	}
-	for _, note := range []string{budgetNote, s.capped} {
+	for _, note := range []string{budgetNote, fillNote, s.capped} {
 		if m.Write != nil && note != "" {
 			m.Write.Reason = strings.Trim(note+"; "+m.Write.Reason, "; ")
 		}

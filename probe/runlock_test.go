@@ -37,13 +37,19 @@ func privateAgent(t *testing.T) (path, digest string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { removeImages(t, agent.digest) })
+	t.Cleanup(func() {
+		for _, e := range engines(t) {
+			removeImagesOn(t, e.c, agent.digest)
+		}
+	})
 	return path, agent.digest
 }
 
 // removeImages removes every image of this agent digest, tagged or not.
-func removeImages(t *testing.T, digest string) {
-	c := daemon(t)
+func removeImages(t *testing.T, digest string) { removeImagesOn(t, daemon(t), digest) }
+
+// removeImagesOn is removeImages on the engine c.
+func removeImagesOn(t *testing.T, c Client, digest string) {
 	f := make(client.Filters).Add("label", LabelImage+"="+digest)
 	list, err := c.ImageList(context.Background(), client.ImageListOptions{All: true, Filters: f})
 	if err != nil {
@@ -267,27 +273,29 @@ func TestCleanRace(t *testing.T) {
 // run's lock could not stop: another user's, another host's) imports it again and creates
 // its container.
 func TestCreateReimports(t *testing.T) {
-	o := testOptions(t)
 	bin, digest := privateAgent(t)
-	o.Binary = bin
-	o, err := o.normalized()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := start(context.Background(), daemon(t), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.cancel()
-	defer r.lock.release()
-	removeImages(t, digest)
-	n := &node{plan: &analyze.ShmPlan{Service: "a", Source: analyze.SourcePrivate, Predicted: i64(64 * mib)}, m: &analyze.Measurement{}}
-	n.spec = buildSpec(n.plan, o, r.runID, r.image, r.now(), false)
-	id, err := r.create(n.spec)
-	if err != nil {
-		t.Fatalf("create after the image was removed: %v", err)
-	}
-	r.remove(id)
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		o := engineOptions(t, e)
+		o.Binary = bin
+		o, err := o.normalized()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := start(context.Background(), e.c, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.cancel()
+		defer r.lock.release()
+		removeImagesOn(t, e.c, digest)
+		n := &node{plan: &analyze.ShmPlan{Service: "a", Source: analyze.SourcePrivate, Predicted: i64(e.engine.DefaultShm)}, m: &analyze.Measurement{}}
+		n.spec = buildSpec(n.plan, o, r.runID, r.image, r.now(), false)
+		id, err := r.create(n.spec)
+		if err != nil {
+			t.Fatalf("create after the image was removed: %v", err)
+		}
+		r.remove(id)
+	})
 }
 
 // TestLockState: a lock file is read as held, free or gone only in the lock directory it was

@@ -52,8 +52,12 @@ type containerSpec struct {
 	write *analyze.Write
 	// target is the write probe target passed to the agent (0: none); capped says why it is
 	// lower than the plan asks.
-	target  int64
-	capped  string
+	target int64
+	capped string
+	// fill is set when the target is only the predicted size of /dev/shm (no need, profile or
+	// shm_size asks for more): the doctor then lowers it to what the mounted /dev/shm holds, so
+	// that filling a plain service's whole /dev/shm is never a failure.
+	fill    bool
 	omitted []string
 	// fail is set when the service cannot be reproduced: no container is created.
 	fail string
@@ -145,6 +149,7 @@ func buildSpec(p *analyze.ShmPlan, o Options, runID, image string, now time.Time
 	}
 
 	s.target, s.capped, s.write = writeTarget(p, o, readOnly, hostShared)
+	s.fill = s.write == nil && o.writeSize <= 0 && p.Target() <= 0 && (p.Configured == nil || *p.Configured <= 0)
 	// The write probe may take half the run's time; the rest is for the containers.
 	// The agent stops with its attach stream (the doctor is gone) or at its hard deadline.
 	args := []string{"--target", strconv.FormatInt(s.target, 10), "--mode", o.WriteMode, "--budget", (o.Timeout / 2).String(),

@@ -143,7 +143,7 @@ func checkOrBaseline(ctx context.Context, args []string, stdin io.Reader, stdout
 	fs.StringArrayVarP(&f.outputs, "output", "o", nil, "write the report to this `file`, atomically, keeping its mode and owner (a device or FIFO in place; never an input or a read-only file); - is standard output (one per --format, in order)")
 	fs.StringVar(&f.failOn, "fail-on", "warning", "exit 1 on findings at or above: error|warning|info|never")
 	fs.StringVar(&f.policy, "policy", "stability", "remediation strategy around ipc: host: stability (keep it) | isolation (replace it)")
-	fs.StringVar(&f.target, "target", "compose", "deployment engine: compose|swarm|podman")
+	fs.StringVar(&f.target, "target", "compose", "deployment engine: compose|swarm|podman (podman when the probe finds Podman and no target is given)")
 	fs.StringVar(&f.probe, "probe", "auto", "measure /dev/shm in throwaway containers: auto|always|never")
 	fs.DurationVar(&f.probeWait, "probe-timeout", 60*time.Second, fmt.Sprintf("time limit for the whole probe, the daemon's first answer included; removing the containers may take %s more (the cleanup grace)", probe.CleanupGrace))
 	fs.StringVar(&f.write, "write-probe", "auto", "write probe target: auto, off, or a size such as 512m")
@@ -194,11 +194,19 @@ func checkOrBaseline(ctx context.Context, args []string, stdin io.Reader, stdout
 		return exitUsage, err
 	}
 	cfg.Severity, cfg.Ignore = conf.Severity, conf.Ignore
+	d := inferTarget(ctx, &f, fs.Changed("target") || conf.Target != "" || f.fix)
+	if d != nil && d.close != nil {
+		defer d.close()
+	}
+	if d != nil && d.err == nil {
+		cfg.Target = probe.TargetOf(d.engine)
+	}
 	srcRoot, err := sourceRoot(f.sourceRoot, fs.Changed("source-root"))
 	if err != nil {
 		return exitUsage, err
 	}
 
+	f.load.Target = cfg.Target
 	projects := analyze.Load(ctx, f.load)
 	if err := refuseInputs(f.outputs, append(inputFiles(projects, &f.load, conf.Path), f.baseline)); err != nil {
 		return exitUsage, err
@@ -221,7 +229,7 @@ func checkOrBaseline(ctx context.Context, args []string, stdin io.Reader, stdout
 		return exitInterrupted, ctx.Err()
 	}
 	if probing {
-		if err := probeAll(ctx, &f, rep, cfg, probed, stderr); err != nil && ctx.Err() == nil {
+		if err := probeAll(ctx, &f, d, rep, cfg, probed, stderr); err != nil && ctx.Err() == nil {
 			return exitUsage, fmt.Errorf("probe: %w", err)
 		}
 	}

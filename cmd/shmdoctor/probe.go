@@ -18,11 +18,52 @@ import (
 	"github.com/shmdoctor/shmdoctor/report"
 )
 
+// daemon is the engine the probe talks to, connected once per run: before loading when the
+// target is inferred from it, else when the probe starts.
+type daemon struct {
+	c     probe.Client
+	close func() error
+	// err is why the daemon cannot be used (no client, no answer); nil when it answered.
+	err error
+	// deadline bounds the whole probe, the first answer included (--probe-timeout).
+	deadline time.Time
+	// engine is what the daemon's version names it, Docker when it could not be read.
+	engine analyze.Engine
+}
+
+// connect builds the client and waits for the daemon's first answer within --probe-timeout,
+// then reads which engine it is. The caller closes d.close when it is set.
+func connect(ctx context.Context, f *checkFlags) *daemon {
+	d := &daemon{deadline: time.Now().Add(cmp.Or(max(f.probeWait, 0), probe.DefaultTimeout)), engine: analyze.Docker}
+	d.c, d.close, d.err = probe.NewClient(ctx)
+	if d.err != nil {
+		return d
+	}
+	pctx, cancel := context.WithDeadline(ctx, d.deadline)
+	defer cancel()
+	if d.err = probe.Ping(pctx, d.c); d.err == nil {
+		d.engine, _, _ = probe.DetectEngine(pctx, d.c)
+	}
+	return d
+}
+
+// inferTarget connects to the daemon when the probe will run and --target was given neither
+// on the command line nor in the config file (given), so that the target follows its
+// engine: podman for Podman (see probe.TargetOf). It returns the connection for the probe to
+// reuse, nil when it made none.
+func inferTarget(ctx context.Context, f *checkFlags, given bool) *daemon {
+	if given || f.probe == "never" {
+		return nil
+	}
+	return connect(ctx, f)
+}
+
 // probeAll measures every loaded project in throwaway containers and puts the measurement
 // findings in probed, by project. With --probe auto a daemon that does not answer is one
 // line in the report; with always it is an error. Interrupted, it keeps the measurements of
-// the projects whose probe had ended and returns the context's error.
-func probeAll(ctx context.Context, f *checkFlags, rep *report.Report, cfg analyze.Config, probed map[*report.Project][]analyze.Finding, stderr io.Writer) error {
+// the projects whose probe had ended and returns the context's error. d is the connection
+// inferTarget made, nil to connect here.
+func probeAll(ctx context.Context, f *checkFlags, d *daemon, rep *report.Report, cfg analyze.Config, probed map[*report.Project][]analyze.Finding, stderr io.Writer) error {
 	// Kubernetes containers are never started here: their /dev/shm comes from the kubelet.
 	plans := map[*report.Project][]*analyze.ShmPlan{}
 	for _, rp := range rep.Projects {
@@ -39,14 +80,13 @@ func probeAll(ctx context.Context, f *checkFlags, rep *report.Report, cfg analyz
 		return nil
 	}
 	// One --probe-timeout for the whole probe: the daemon's first answer and every project.
-	deadline := time.Now().Add(cmp.Or(max(f.probeWait, 0), probe.DefaultTimeout))
-	c, closeClient, err := probe.NewClient(ctx)
-	if err == nil {
-		defer closeClient()
-		pctx, cancel := context.WithDeadline(ctx, deadline)
-		err = probe.Ping(pctx, c)
-		cancel()
+	if d == nil {
+		d = connect(ctx, f)
+		if d.close != nil {
+			defer d.close()
+		}
 	}
+	c, deadline, err := d.c, d.deadline, d.err
 	if err != nil {
 		if f.probe == "always" || ctx.Err() != nil {
 			return err
@@ -160,7 +200,8 @@ const hostUsage = `Usage: shmdoctor host [--need SIZE] [--format text|json]
 Describes the Docker daemon for onboarding scripts: versions, platform, cgroup version,
 memory, the /dev/shm a new container gets and the host's own /dev/shm (both measured in
 throwaway containers), the default IPC mode and whether an NVIDIA runtime is configured.
-With --need, exits 1 when the host cannot give a container that much shared memory.
+With --need, exits 1 when the host cannot give a container that much shared memory, and 2
+when it could not be measured.
 
 Example:
   shmdoctor host --need 8g || echo "this machine cannot train with 8 GiB of /dev/shm"
@@ -210,8 +251,9 @@ func host(ctx context.Context, args []string, _ io.Reader, stdout, _ io.Writer) 
 		return exitUsage, err
 	}
 	var verdict error
+	code := exitClean
 	if needBytes > 0 {
-		verdict = canGive(info, needBytes)
+		code, verdict = canGive(info, needBytes)
 	}
 	if *format == "json" {
 		out := struct {
@@ -221,8 +263,11 @@ func host(ctx context.Context, args []string, _ io.Reader, stdout, _ io.Writer) 
 			Reason    string `json:"reason,omitempty"`
 		}{HostInfo: info}
 		if needBytes > 0 {
-			ok := verdict == nil
-			out.NeedBytes, out.CanGive = &needBytes, &ok
+			out.NeedBytes = &needBytes
+			if code != exitUsage {
+				ok := verdict == nil
+				out.CanGive = &ok
+			}
 			if verdict != nil {
 				out.Reason = verdict.Error()
 			}
@@ -233,27 +278,28 @@ func host(ctx context.Context, args []string, _ io.Reader, stdout, _ io.Writer) 
 			return exitUsage, err
 		}
 	} else {
-		printHost(stdout, info, needBytes, verdict)
+		printHost(stdout, info, needBytes, code, verdict)
 	}
-	if verdict != nil {
-		return exitFindings, nil
+	return code, nil
+}
+
+// canGive decides --need: the host's memory must back it (exitFindings when it cannot), and
+// both that memory and the default /dev/shm of a container must have been measured
+// (exitUsage when not: the answer is unknown, not no).
+func canGive(info *probe.HostInfo, need int64) (int, error) {
+	switch {
+	case info.MemAvailableBytes == nil:
+		return exitUsage, errors.New("the host's available memory could not be measured")
+	case info.DefaultShmBytes == nil:
+		return exitUsage, errors.New("the default /dev/shm of a container could not be measured")
+	}
+	if err := info.CanGive(need); err != nil {
+		return exitFindings, err
 	}
 	return exitClean, nil
 }
 
-// canGive decides --need: the host's memory must back it, and where the daemon gives no
-// private /dev/shm (a host without shm support) the host's own /dev/shm must hold it.
-func canGive(info *probe.HostInfo, need int64) error {
-	if err := info.CanGive(need); err != nil {
-		return err
-	}
-	if info.DefaultShmBytes == nil {
-		return errors.New("the default /dev/shm of a container could not be measured")
-	}
-	return nil
-}
-
-func printHost(w io.Writer, h *probe.HostInfo, need int64, verdict error) {
+func printHost(w io.Writer, h *probe.HostInfo, need int64, code int, verdict error) {
 	size := func(n *int64) string {
 		if n == nil {
 			return "not measured"
@@ -261,7 +307,7 @@ func printHost(w io.Writer, h *probe.HostInfo, need int64, verdict error) {
 		return analyze.FormatSize(*n)
 	}
 	rows := [][2]string{
-		{"daemon", fmt.Sprintf("%s (Docker %s, API %s negotiated, daemon up to %s)", h.DaemonHost, h.ServerVersion, h.APIVersion, h.DaemonAPIVersion)},
+		{"daemon", fmt.Sprintf("%s (%s %s, API %s negotiated, daemon up to %s)", h.DaemonHost, h.Engine, h.ServerVersion, h.APIVersion, h.DaemonAPIVersion)},
 		{"platform", fmt.Sprintf("%s/%s, %s, kernel %s", h.OS, h.Arch, h.OperatingSystem, h.KernelVersion)},
 		{"cgroup", fmt.Sprintf("v%s (%s driver), storage %s", h.CgroupVersion, h.CgroupDriver, h.StorageDriver)},
 		{"memory", fmt.Sprintf("%s total, %s available, %d CPUs", analyze.FormatSize(h.MemTotalBytes), size(h.MemAvailableBytes), h.CPUs)},
@@ -277,9 +323,12 @@ func printHost(w io.Writer, h *probe.HostInfo, need int64, verdict error) {
 		fmt.Fprintf(w, "%-17s %s\n", "not measured:", e)
 	}
 	if need > 0 {
-		if verdict != nil {
+		switch {
+		case code == exitUsage:
+			fmt.Fprintf(w, "\nneed %s: UNKNOWN, %v\n", analyze.FormatSize(need), verdict)
+		case verdict != nil:
 			fmt.Fprintf(w, "\nneed %s: NO, %v\n", analyze.FormatSize(need), verdict)
-		} else {
+		default:
 			fmt.Fprintf(w, "\nneed %s: yes, set shm_size: %s on the service\n", analyze.FormatSize(need), analyze.ComposeSize(need))
 		}
 	}
