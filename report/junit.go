@@ -13,25 +13,34 @@ import (
 // testsuites root, one testsuite per project, one testcase per finding and per service
 // without findings.
 type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Name     string       `xml:"name,attr"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Errors   int          `xml:"errors,attr"`
-	Skipped  int          `xml:"skipped,attr"`
-	Time     string       `xml:"time,attr"`
-	Suites   []junitSuite `xml:"testsuite"`
+	XMLName xml.Name `xml:"testsuites"`
+	Name    string   `xml:"name,attr"`
+	junitCounts
+	Suites []junitSuite `xml:"testsuite"`
 }
 
 type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Errors   int         `xml:"errors,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	Time     string      `xml:"time,attr"`
-	File     string      `xml:"file,attr,omitempty"`
-	Cases    []junitCase `xml:"testcase"`
+	Name string `xml:"name,attr"`
+	junitCounts
+	File  string      `xml:"file,attr,omitempty"`
+	Cases []junitCase `xml:"testcase"`
+}
+
+// junitCounts are the attributes a testsuites root and each testsuite carry.
+type junitCounts struct {
+	Tests    int    `xml:"tests,attr"`
+	Failures int    `xml:"failures,attr"`
+	Errors   int    `xml:"errors,attr"`
+	Skipped  int    `xml:"skipped,attr"`
+	Time     string `xml:"time,attr"`
+}
+
+// add counts another suite's results in c.
+func (c *junitCounts) add(o junitCounts) {
+	c.Tests += o.Tests
+	c.Failures += o.Failures
+	c.Errors += o.Errors
+	c.Skipped += o.Skipped
 }
 
 type junitCase struct {
@@ -62,9 +71,9 @@ type junitSkipped struct {
 // finding as its output below it; a suppressed finding is a skipped testcase, a load error
 // an errored one, and each service without findings a passed one.
 func JUnit(w io.Writer, r *Report, o Options) error {
-	out := junitSuites{Name: "shmdoctor", Time: "0"}
+	out := junitSuites{Name: "shmdoctor", junitCounts: junitCounts{Time: "0"}}
 	for _, p := range r.Projects {
-		s := junitSuite{Name: p.Name, Time: "0"}
+		s := junitSuite{Name: p.Name, junitCounts: junitCounts{Time: "0"}}
 		if len(p.Files) > 0 {
 			s.File = p.Files[0]
 		}
@@ -109,10 +118,7 @@ func JUnit(w io.Writer, r *Report, o Options) error {
 				s.Skipped++
 			}
 		}
-		out.Tests += s.Tests
-		out.Failures += s.Failures
-		out.Errors += s.Errors
-		out.Skipped += s.Skipped
+		out.add(s.junitCounts)
 		out.Suites = append(out.Suites, s)
 	}
 	ew := &errWriter{w: w}
