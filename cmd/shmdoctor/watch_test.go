@@ -221,8 +221,9 @@ func TestWatch(t *testing.T) {
 
 	var samples []analyze.WatchSample
 	const mib = 1 << 20
-	phase, restartedAt := 0, 0
-	readAgain := map[string]int{}
+	phase := 0
+	var restarted time.Time   // when compose restart returned
+	after := map[string]int{} // each scaled replica's sample count at its first reading after it
 	sum := watchUntil(t, func(s analyze.WatchSample) bool {
 		samples = append(samples, s)
 		peak := map[string]int64{}
@@ -243,19 +244,26 @@ func TestWatch(t *testing.T) {
 			compose("--profile", "late", "up", "-d", "late")
 			compose("stop", "-t", "0", "brief")
 		case phase == 1 && peak["late"] > 0 && running["brief"] == 0:
-			phase, restartedAt = 2, len(samples)
-			for _, c := range s.Containers {
-				readAgain[c.Name] = c.Samples
-			}
+			phase = 2
 			compose("restart", "-t", "0", "scaled")
-		case phase == 2:
+			restarted = time.Now()
+		case phase == 2 && s.Time.After(restarted):
+			// Only samples taken after the restart ended count: those the watch wrote while
+			// compose restarted the replicas (read from the pipe since) may show them running
+			// before the watch saw them go.
 			again := 0
 			for _, c := range s.Containers {
-				if c.Service == "scaled" && c.Running && c.Samples > readAgain[c.Name]+3 {
+				if c.Service != "scaled" || !c.Running {
+					continue
+				}
+				if _, ok := after[c.Name]; !ok {
+					after[c.Name] = c.Samples
+				}
+				if c.Samples > after[c.Name]+3 {
 					again++
 				}
 			}
-			return again == 2 && len(samples) > restartedAt+5
+			return again == 2
 		}
 		return false
 	}, "watch", "--format", "json", "--interval", "150ms", "--duration", "60s", "-p", project, dir)
