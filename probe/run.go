@@ -901,14 +901,32 @@ func (r *runner) sweep() {
 		r.mu.Unlock()
 		return
 	}
+	pending := make([]string, 0, len(list.Items))
 	r.mu.Lock()
-	r.cleanErr = nil // what is still there is retried below; what is gone is gone
 	for _, s := range list.Items {
 		r.created[s.ID] = false
+		pending = append(pending, s.ID)
 	}
 	r.mu.Unlock()
-	for _, s := range list.Items {
-		r.remove(s.ID)
+	// Passes until one removes nothing more: Podman refuses to remove a donor while a
+	// container that joined its IPC namespace is still there, whatever the order listed.
+	for len(pending) > 0 {
+		r.mu.Lock()
+		r.cleanErr = nil // what is still there is retried below; what is gone is gone
+		r.mu.Unlock()
+		var left []string
+		for _, id := range pending {
+			r.remove(id)
+			r.mu.Lock()
+			if !r.created[id] {
+				left = append(left, id)
+			}
+			r.mu.Unlock()
+		}
+		if len(left) == len(pending) {
+			return
+		}
+		pending = left
 	}
 }
 
