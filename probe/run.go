@@ -51,6 +51,9 @@ type Options struct {
 	// writes the smaller of its own target and what the services before it left, and a
 	// service the budget capped says so in its Write.Reason.
 	WriteBudget int64
+	// Engine is the daemon's engine when the caller has read it already (DetectEngine);
+	// the zero Engine has the run ask the daemon.
+	Engine analyze.Engine
 
 	writeSize int64         // WriteProbe parsed
 	agentArgs []string      // extra agent flags, for tests
@@ -282,7 +285,9 @@ func start(parent context.Context, c Client, o Options) (*runner, error) {
 	}
 	r.info = info
 	// The engine only names the daemon in messages: a daemon that does not say is Docker.
-	r.engine, _, _ = DetectEngine(ctx, c)
+	if r.engine = o.Engine; r.engine.Name == "" {
+		r.engine, _, _ = DetectEngine(ctx, c)
+	}
 	if t, err := time.Parse(time.RFC3339Nano, info.Info.SystemTime); err == nil {
 		r.clock = time.Until(t)
 	}
