@@ -52,17 +52,25 @@ func hungSocket(t *testing.T) string {
 	return "unix://" + sock
 }
 
-// TestHungDaemonPing: a daemon that accepts and never answers is given the run's timeout, not
-// a fixed 15 s, and the error says what happened.
-func TestHungDaemonPing(t *testing.T) {
-	t.Parallel()
+// hungClient is a client of a daemon that accepts and never answers (hungSocket), closed at
+// the end of the test.
+func hungClient(t *testing.T) (*client.Client, string) {
+	t.Helper()
 	host := hungSocket(t)
 	c, err := client.New(client.WithHost(host))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	_, err = Run(context.Background(), c, []*analyze.ShmPlan{{Service: "a"}}, Options{Binary: testAgent, Timeout: time.Second})
+	t.Cleanup(func() { c.Close() })
+	return c, host
+}
+
+// TestHungDaemonPing: a daemon that accepts and never answers is given the run's timeout, not
+// a fixed 15 s, and the error says what happened.
+func TestHungDaemonPing(t *testing.T) {
+	t.Parallel()
+	c, host := hungClient(t)
+	_, err := Run(context.Background(), c, []*analyze.ShmPlan{{Service: "a"}}, Options{Binary: testAgent, Timeout: time.Second})
 	want := "the Docker daemon at " + host + " did not answer within 1s"
 	if err == nil || err.Error() != want {
 		t.Errorf("Run: %v\nwant %s", err, want)
@@ -179,13 +187,8 @@ func TestHungDaemonMidRun(t *testing.T) {
 // that --duration ended: it returns an error that says the daemon stopped answering.
 func TestWatchHungDaemon(t *testing.T) {
 	t.Parallel()
-	host := hungSocket(t)
-	c, err := client.New(client.WithHost(host))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_, err = Watch(context.Background(), c, WatchOptions{Project: "hung", Duration: time.Second, Interval: 100 * time.Millisecond, Method: "df"})
+	c, host := hungClient(t)
+	_, err := Watch(context.Background(), c, WatchOptions{Project: "hung", Duration: time.Second, Interval: 100 * time.Millisecond, Method: "df"})
 	if err == nil || !strings.Contains(err.Error(), "the Docker daemon at "+host+" stopped answering") {
 		t.Errorf("Watch: %v, want an error saying the daemon stopped answering", err)
 	}
