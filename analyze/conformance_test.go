@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/shmdoctor/shmdoctor/internal/reference"
+	"github.com/shmdoctor/shmdoctor/internal/testutil"
 )
 
 // referenceCompose returns the real docker compose v2 the doctor is measured against.
@@ -48,7 +49,7 @@ func TestConformance(t *testing.T) {
 	files = append(files, fixtures...)
 	files = append(files, "../testdata/demo/compose.yaml")
 	floor := 20 // the fixtures alone, in a clone without the corpus
-	if dir := findCorpus(t); dir != "" {
+	if dir := testutil.FindCorpus(t); dir != "" {
 		floor = 40
 		for _, row := range corpusRows(t, dir) {
 			if row.kind == "compose" {
@@ -88,7 +89,7 @@ func TestConformance(t *testing.T) {
 		}
 		projects := Load(context.Background(), Options{Paths: []string{file}})
 		p := projects[0]
-		if p.Compose == nil {
+		if !p.Compose {
 			t.Errorf("%s: docker compose loads it, the doctor does not: %v", file, p.Errors)
 			continue
 		}

@@ -7,37 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/shmdoctor/shmdoctor/internal/testutil"
 )
-
-// corpusDir is the corpus of real public compose files and manifests. SHMDOCTOR_CORPUS names
-// it (.ci/run sets it, so CI always reads it); without it, ../../shared/corpus is used when a
-// corpus sits beside the checkout, and the test is skipped when none does: a clone anywhere
-// still passes make test on its own fixtures.
-func corpusDir(t testing.TB) string {
-	t.Helper()
-	dir := findCorpus(t)
-	if dir == "" {
-		t.Skip("no corpus beside the checkout and SHMDOCTOR_CORPUS is not set")
-	}
-	return dir
-}
-
-// findCorpus returns the corpus folder, "" when SHMDOCTOR_CORPUS is unset and none sits beside
-// the checkout; a SHMDOCTOR_CORPUS without an INDEX.tsv is a mistake, not a reason to skip.
-func findCorpus(t testing.TB) string {
-	t.Helper()
-	dir := os.Getenv("SHMDOCTOR_CORPUS")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "shared", "corpus")
-		if _, err := os.Stat(filepath.Join(dir, "INDEX.tsv")); err != nil {
-			return ""
-		}
-	}
-	if _, err := os.Stat(filepath.Join(dir, "INDEX.tsv")); err != nil {
-		t.Fatalf("SHMDOCTOR_CORPUS=%s holds no INDEX.tsv: %v", dir, err)
-	}
-	return dir
-}
 
 // corpusRow is one line of the corpus INDEX.tsv: the facts a reader sees in the file.
 type corpusRow struct {
@@ -82,7 +54,7 @@ func facts(col string) map[string]string {
 // without its secrets, and requires each to be analysed without a load error and to agree
 // with the facts the index records: shm_size, ipc, /dev/shm mounts, GPUs, memory limits.
 func TestCorpus(t *testing.T) {
-	dir := corpusDir(t)
+	dir := testutil.Corpus(t)
 	n := 0
 	for _, row := range corpusRows(t, dir) {
 		if row.kind != "compose" {
@@ -98,7 +70,7 @@ func TestCorpus(t *testing.T) {
 			for _, e := range p.Errors {
 				t.Errorf("load error: %v", e)
 			}
-			if p.Compose == nil {
+			if !p.Compose {
 				return
 			}
 			if len(p.Plans) == 0 {

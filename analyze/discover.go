@@ -5,61 +5,10 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
-
-// Variant says how -r checked a compose file kept beside (or instead of) its folder's
-// default project, such as docker-compose.gpu.yml or compose.cuda.yaml.
-type Variant struct {
-	// File is the variant, as displayed.
-	File string `json:"file"`
-	// Base is the folder's default compose file the variant was merged over, as
-	// docker compose -f base -f variant merges it; "" when it was checked alone.
-	Base string `json:"base,omitempty"`
-	// Why says why it was checked that way.
-	Why string `json:"reason"`
-	// Of is the folder's default project, nil when the folder has none.
-	Of *Project `json:"-"`
-}
-
-// Mode is "overlay" for a variant merged over its base, "standalone" for one checked alone.
-func (v *Variant) Mode() string {
-	if v.Base != "" {
-		return "overlay"
-	}
-	return "standalone"
-}
-
-// CheckedAs is the docker compose file flags the variant was checked as.
-func (v *Variant) CheckedAs() string {
-	if v.Base != "" {
-		return "-f " + v.Base + " -f " + v.File
-	}
-	return "-f " + v.File
-}
-
-// Unrepeated drops, from an overlay's findings, those its folder's default project reports
-// already (same rule, service, place and message), and the stale-suppression reports of
-// the base's own files: the default project reports them. A standalone variant keeps all.
-func (v *Variant) Unrepeated(fs, base []Finding) []Finding {
-	if v == nil || v.Base == "" || v.Of == nil {
-		return fs
-	}
-	type key struct {
-		rule, service, msg string
-		pos                Pos
-	}
-	seen := map[key]bool{}
-	for _, f := range base {
-		seen[key{f.Rule, f.Service, f.Message, f.Pos}] = true
-	}
-	return slices.DeleteFunc(slices.Clone(fs), func(f Finding) bool {
-		return seen[key{f.Rule, f.Service, f.Message, f.Pos}] || f.Rule == shm090.ID && v.Of.reads(f.File)
-	})
-}
 
 // isVariantName reports a file -r considers a compose file besides the default names: a
 // .yml or .yaml whose name, or whose folder's name, contains "compose", in any case. It
@@ -132,9 +81,9 @@ func yamlRoot(b []byte) (*yaml.Node, bool) {
 	return doc.Content[0], true
 }
 
-// reads reports whether the project read a file, as named by -r or as displayed, as one
+// Reads reports whether the project read a file, as named by -r or as displayed, as one
 // of its compose files or a file they include or extend.
-func (p *Project) reads(file string) bool {
+func (p *project) Reads(file string) bool {
 	if p == nil || p.Index == nil {
 		return false
 	}
@@ -157,11 +106,11 @@ func (p *Project) reads(file string) bool {
 // complete: it runs alone, and merging it would mix the base's settings (GPU reservations,
 // volumes) into a stack that does not have them. It returns the services that take their
 // image from the base, and why not when there are none.
-func overlayOf(variant string, base *Project) (names []string, why string) {
+func overlayOf(variant string, base *project) (names []string, why string) {
 	if base == nil {
 		return nil, "the folder has no default compose file"
 	}
-	if base.Compose == nil {
+	if base.model == nil {
 		return nil, base.firstFile() + " does not load"
 	}
 	b, err := readSource(base.Index.input, variant)
@@ -178,8 +127,8 @@ func overlayOf(variant string, base *Project) (names []string, why string) {
 	}
 	for i := 0; i+1 < len(services.Content); i += 2 {
 		name, svc := services.Content[i].Value, deref(services.Content[i+1])
-		_, inBase := base.Compose.Services[name]
-		if _, off := base.Compose.DisabledServices[name]; off {
+		_, inBase := base.model.Services[name]
+		if _, off := base.model.DisabledServices[name]; off {
 			inBase = true
 		}
 		if inBase && get(svc, "image") == nil && get(svc, "build") == nil && get(svc, "extends") == nil {
@@ -192,8 +141,16 @@ func overlayOf(variant string, base *Project) (names []string, why string) {
 	return names, ""
 }
 
+// model0 is the model of a project that may be nil.
+func (p *project) model0() *Project {
+	if p == nil {
+		return nil
+	}
+	return p.Project
+}
+
 // firstFile is the project's first compose file, as displayed.
-func (p *Project) firstFile() string {
+func (p *project) firstFile() string {
 	if len(p.Files) > 0 {
 		return p.Files[0]
 	}
@@ -202,30 +159,30 @@ func (p *Project) firstFile() string {
 
 // loadVariant loads a variant found by -r in t's folder: merged over the folder's default
 // file when it is an overlay of it, alone otherwise or when the merge does not load.
-func loadVariant(ctx context.Context, t target, base *Project, file string, opts Options) *Project {
+func loadVariant(ctx context.Context, t target, base *project, file string, opts Options) *project {
 	names, why := overlayOf(file, base)
 	if names != nil {
 		merged := target{files: []string{base.Index.top[0], file}, dir: t.dir, explicit: true}
 		p := loadOne(ctx, merged, opts)
-		if p.Compose != nil {
-			Resolve(p, opts.Need, opts.needFrom())
+		if p.model != nil {
+			resolve(p, opts.Need, opts.needFrom())
 			p.resolveDirectives()
 			p.scope(base)
-			p.Variant = &Variant{File: p.Files[1], Base: p.Files[0], Of: base, Why: takesFrom(names, p.Files[0])}
+			p.Variant = &Variant{File: p.Files[1], Base: p.Files[0], Of: base.model0(), Why: takesFrom(names, p.Files[0])}
 			return p
 		}
 		why = "merged over " + base.firstFile() + " it does not load: " + p.Errors[0].Msg
 	}
 	p := loadOne(ctx, target{files: []string{file}, dir: t.dir, explicit: true}, opts)
-	if p.Compose != nil {
-		Resolve(p, opts.Need, opts.needFrom())
+	if p.model != nil {
+		resolve(p, opts.Need, opts.needFrom())
 		p.resolveDirectives()
 	}
 	shown := file
 	if len(p.Files) > 0 {
 		shown = p.Files[0]
 	}
-	p.Variant = &Variant{File: shown, Why: why, Of: base}
+	p.Variant = &Variant{File: shown, Why: why, Of: base.model0()}
 	return p
 }
 
@@ -240,12 +197,12 @@ func takesFrom(names []string, base string) string {
 // scope keeps the plans of the services an overlay adds to or changes in its base: the
 // others are the base project's, reported there once. Every plan is kept for lookups
 // (ipc donors).
-func (p *Project) scope(base *Project) {
-	p.all = p.Plans
+func (p *project) scope(base *project) {
+	p.All = p.Plans
 	var in []*ShmPlan
 	for _, plan := range p.Plans {
 		for _, l := range p.Index.layers(plan.Service) {
-			if !base.reads(l.file) {
+			if !base.Reads(l.file) {
 				in = append(in, plan)
 				break
 			}

@@ -27,7 +27,7 @@ func TestDiscoverVariants(t *testing.T) {
 		}
 		key := strings.Join(p.Files, " ")
 		got[key] = p
-		for _, f := range p.Index.Files() {
+		for _, f := range p.Doc.FilesRead() {
 			if b := filepath.Base(f); b == "values.yaml" || b == "compose-lint.yaml" || b == "prometheus.yml" {
 				t.Errorf("%s read %s, which is not a compose variant", key, f)
 			}
@@ -91,7 +91,7 @@ func TestDiscoverVariants(t *testing.T) {
 		t.Error("standalone vllm variant: SHM010 not reported")
 	}
 	cycle := got[in(filepath.Join(root, "merge-fails"), "compose.cycle.yaml")]
-	if cycle == nil || cycle.Compose == nil || !strings.Contains(cycle.Variant.Why, "does not load") {
+	if cycle == nil || !cycle.Compose || !strings.Contains(cycle.Variant.Why, "does not load") {
 		t.Errorf("a variant whose merge fails is not checked alone: %+v", cycle)
 	}
 }
@@ -137,13 +137,13 @@ func TestDiscoverBrokenVariants(t *testing.T) {
 		t.Fatalf("%d projects, want 4", len(projects))
 	}
 	gpu, dev := projects[1], projects[3]
-	if gpu.Variant == nil || gpu.Variant.Mode() != "standalone" || !strings.Contains(gpu.Variant.Why, "does not load") || gpu.Compose == nil || len(gpu.Errors) > 0 {
+	if gpu.Variant == nil || gpu.Variant.Mode() != "standalone" || !strings.Contains(gpu.Variant.Why, "does not load") || !gpu.Compose || len(gpu.Errors) > 0 {
 		t.Errorf("overlay of a broken base: %+v, errors %v", gpu.Variant, gpu.Errors)
 	}
 	if dev.Variant == nil || len(dev.Errors) != 1 || dev.Errors[0].Line != 4 || !strings.HasSuffix(dev.Errors[0].File, "docker-compose.dev.yml") {
 		t.Errorf("broken variant: %+v, errors %v", dev.Variant, dev.Errors)
 	}
-	if projects[2].Compose == nil {
+	if !projects[2].Compose {
 		t.Errorf("b's default project was not analysed: %v", projects[2].Errors)
 	}
 }

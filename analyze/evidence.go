@@ -42,10 +42,10 @@ func createErrorHas(s string) func(*Measurement) bool {
 // static model predicted nothing of the kind: a mismatch, a refusal no rule foresaw, an
 // ENOSPC on a service no rule flagged. A suppressed finding and one that is not are never
 // merged: the user silenced one of them, not both. The result is sorted.
-func WithEvidence(static, probed []Finding, ms map[string]*Measurement) []Finding {
+func WithEvidence(rules []Rule, static, probed []Finding, ms map[string]*Measurement) []Finding {
 	out := slices.Clone(static)
 	for _, pf := range probed {
-		if i := reproduced(out, pf, ms[pf.Service]); i >= 0 {
+		if i := reproduced(rules, out, pf, ms[pf.Service]); i >= 0 {
 			f := &out[i]
 			f.Evidence = &Evidence{Rule: pf.Rule, Name: pf.Name, Message: pf.Message}
 			if m := ms[pf.Service]; m != nil {
@@ -66,8 +66,8 @@ func WithEvidence(static, probed []Finding, ms map[string]*Measurement) []Findin
 }
 
 // reproduced is the index of the static finding that the probe finding pf reproduces, or -1.
-func reproduced(fs []Finding, pf Finding, m *Measurement) int {
-	r := RuleByID(pf.Rule)
+func reproduced(rules []Rule, fs []Finding, pf Finding, m *Measurement) int {
+	r := FindRule(rules, pf.Rule)
 	if r == nil {
 		return -1
 	}

@@ -41,7 +41,7 @@ func TestWithEvidence(t *testing.T) {
 	}
 	static := Check(p, Config{})
 	probed := CheckMeasurements(p, Config{}, ms)
-	got := WithEvidence(static, probed, ms)
+	got := WithEvidence(Rules, static, probed, ms)
 
 	type key struct{ service, rule, evidence string }
 	var have []key
@@ -88,7 +88,7 @@ func TestWithEvidence(t *testing.T) {
 		t.Fatal(q.Errors)
 	}
 	jms := map[string]*Measurement{"joiner": {Exists: true, MeasuredBytes: size(1 << 30), Write: &Write{TargetBytes: 4 << 30, WrittenBytes: 1 << 30, Outcome: WriteENOSPC}}}
-	joined := WithEvidence(Check(q, Config{}), CheckMeasurements(q, Config{}, jms), jms)
+	joined := WithEvidence(Rules, Check(q, Config{}), CheckMeasurements(q, Config{}, jms), jms)
 	if !slices.ContainsFunc(joined, func(f Finding) bool {
 		return f.Service == "joiner" && f.Rule == "SHM002" && f.Evidence != nil && f.Evidence.Rule == "SHM202"
 	}) || slices.ContainsFunc(joined, func(f Finding) bool { return f.Rule == "SHM202" }) {
@@ -101,7 +101,7 @@ func TestWithEvidence(t *testing.T) {
 			static[i].Suppressed = &Suppression{Kind: SuppressComment}
 		}
 	}
-	got = WithEvidence(static, probed, ms)
+	got = WithEvidence(Rules, static, probed, ms)
 	if !slices.ContainsFunc(got, func(f Finding) bool { return f.Rule == "SHM204" && f.Suppressed == nil }) {
 		t.Error("SHM204 merged into a suppressed SHM012")
 	}

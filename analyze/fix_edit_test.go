@@ -132,15 +132,15 @@ func TestSetShmSize(t *testing.T) {
 		"compose.yaml":          "services:\n  a:\n    image: alpine\n    shm_size: '1g' # sized\n  b:\n    image: alpine\n",
 		"compose.override.yaml": "services:\n  a:\n    shm_size: '2g'\n",
 	}, Config{})
-	fa, err := SetShmSize(p, "a", 4<<30)
+	fa, err := p.Doc.SetShmSize("a", 4<<30)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fb, err := SetShmSize(p, "b", 512<<20)
+	fb, err := p.Doc.SetShmSize("b", 512<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, _ := SetShmSize(p, "b", 1<<30) // overlaps fb: left for another run
+	again, _ := p.Doc.SetShmSize("b", 1<<30) // overlaps fb: left for another run
 	got, pt := fixAll(t, p, []Finding{{Fix: fa}, {Fix: fb}, {Fix: again}})
 	if want := "services:\n  a:\n    shm_size: '4g'\n"; got["compose.override.yaml"] != want {
 		t.Errorf("override: %q, want %q", got["compose.override.yaml"], want)
@@ -154,11 +154,11 @@ func TestSetShmSize(t *testing.T) {
 	if d := pt.Diff(); !strings.HasPrefix(d, "--- a/compose.override.yaml\n+++ b/compose.override.yaml\n") || !strings.Contains(d, "\n--- a/compose.yaml\n") {
 		t.Errorf("diff names the files otherwise than a/NAME, b/NAME:\n%s", d)
 	}
-	if _, err := SetShmSize(p, "nope", 1<<30); err == nil {
+	if _, err := p.Doc.SetShmSize("nope", 1<<30); err == nil {
 		t.Error("no error for a missing service")
 	}
 	k8s, _ := loadFiles(t, map[string]string{"pod.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n    - name: c\n      image: busybox\n"}, Config{})
-	if _, err := SetShmSize(k8s, "Pod/p:c", 1<<30); err == nil {
+	if _, err := k8s.Doc.SetShmSize("Pod/p:c", 1<<30); err == nil {
 		t.Error("no error for a Kubernetes manifest")
 	}
 }
@@ -166,7 +166,7 @@ func TestSetShmSize(t *testing.T) {
 // TestApplyFixesRefuses a fix made for other bytes, and a patch that would not parse.
 func TestApplyFixesRefuses(t *testing.T) {
 	p, _ := loadFiles(t, map[string]string{"compose.yaml": "services:\n  a:\n    image: alpine\n"}, Config{})
-	path := p.Index.top[0]
+	path := p.Doc.(*project).Index.top[0]
 	if _, err := ApplyFixes(p, []*Fix{{Edits: []Edit{{Path: path, Start: 0, End: 4, Old: "nope"}}}}); err == nil || !strings.Contains(err.Error(), "does not match") {
 		t.Errorf("stale fix: %v", err)
 	}

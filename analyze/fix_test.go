@@ -213,7 +213,7 @@ func TestFixes(t *testing.T) {
 // manifests, both policies, with the same checks as the fixtures but no golden.
 func TestFixCorpus(t *testing.T) {
 	ref := referenceCompose(t)
-	dir := corpusDir(t)
+	dir := testutil.Corpus(t)
 	total, keep := 0, &keepStats{}
 	for _, row := range corpusRows(t, dir) {
 		for _, policy := range []Policy{PolicyStability, PolicyIsolation} {

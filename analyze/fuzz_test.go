@@ -34,7 +34,7 @@ func FuzzLoad(f *testing.F) {
 					t.Fatalf("error not located or not one line: %q", e.Error())
 				}
 			}
-			if p.Compose != nil {
+			if p.Compose {
 				Check(p, Config{})
 			}
 		}
@@ -80,7 +80,7 @@ func FuzzResolve(f *testing.F) {
 			t.Fatal(err)
 		}
 		for _, p := range Load(context.Background(), Options{Paths: []string{file}}) {
-			if p.Compose == nil {
+			if !p.Compose {
 				continue
 			}
 			app, donor := p.Plan("app"), p.Plan("donor")

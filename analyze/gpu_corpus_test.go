@@ -4,12 +4,14 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+
+	"github.com/shmdoctor/shmdoctor/internal/testutil"
 )
 
 // TestCorpusGPUEvidence pins the GPU verdicts on real files: single-process GPU servers and
 // bare GPUs get no SHM010/SHM101 warning, evidence still does.
 func TestCorpusGPUEvidence(t *testing.T) {
-	dir := corpusDir(t)
+	dir := testutil.Corpus(t)
 	tests := []struct {
 		file, service, rule string
 		want                bool

@@ -7,35 +7,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
-
-// Pos is a place in a source file; Line and Column count from 1, 0 means unknown.
-type Pos struct {
-	File   string `json:"file"`
-	Line   int    `json:"line"`
-	Column int    `json:"column"`
-}
-
-func (p Pos) String() string {
-	switch {
-	case p.Line == 0:
-		return p.File
-	case p.Column == 0:
-		return fmt.Sprintf("%s:%d", p.File, p.Line)
-	}
-	return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Column)
-}
-
-// MaxFileSize bounds what the doctor reads as a compose file; real stacks are kilobytes.
-const MaxFileSize = 8 << 20
-
-// StdinName is how a compose file read from standard input is named in reports.
-const StdinName = "<stdin>"
 
 // Index keeps the YAML node tree of every file a project was loaded from, so that a value of
 // the loaded project can be traced back to the file, line and column where it was written.
@@ -43,23 +18,15 @@ const StdinName = "<stdin>"
 // instead: later -f files over earlier ones, a service over what it extends, a file over
 // what it includes, direct keys over merge keys.
 type Index struct {
-	top   []string                // the project's compose files, in load order
-	dir   string                  // the project's working folder
-	docs  map[string][]*yaml.Node // the documents of each file
-	src   map[string][]byte       // the bytes of each file, for fixes that edit them as text
-	lines map[string]*source      // line tables of src, made on first use
-	looks map[string]layout       // the indentation of each file, read on first use
-	names map[string]string       // display names (stdin)
-	read  []string                // every file indexed, in the order it was read
-	cwd   string                  // file names are shown relative to it when below it
+	*Set            // the files, as read
+	*Texts          // their text, as fixes edit it
+	top    []string // the project's compose files, in load order
+	dir    string   // the project's working folder
 	// layerCache holds each service's layers: every rule asks for several keys of every
 	// service, and the files do not change once indexed.
 	layerCache map[string][]layer
 	// directives are the # shmdoctor-ignore comments of each file.
 	directives map[string][]directive
-	anchors    map[string]*anchorTable // made on first use by fixes
-	// input reads the files, each once and bounded.
-	input *sources
 }
 
 // layer is one definition of a service in one file.
@@ -74,28 +41,8 @@ type layer struct {
 }
 
 func newIndex(dir string, input *sources) *Index {
-	cwd, _ := os.Getwd()
-	return &Index{dir: dir, input: input, docs: map[string][]*yaml.Node{}, src: map[string][]byte{}, names: map[string]string{}, cwd: cwd, directives: map[string][]directive{}}
-}
-
-// readSource reads a compose file the doctor is willing to parse: a regular file, bounded,
-// and text.
-func readSource(s *sources, path string) ([]byte, error) {
-	b, err := s.read(path, false)
-	if err != nil {
-		return nil, err
-	}
-	return b, checkText(b)
-}
-
-func checkText(b []byte) error {
-	if len(b) > MaxFileSize {
-		return fmt.Errorf("input is more than the %d MiB a compose file may have", MaxFileSize>>20)
-	}
-	if bytes.IndexByte(b, 0) >= 0 || !utf8.Valid(b) {
-		return fmt.Errorf("binary content, not a YAML file")
-	}
-	return nil
+	set := NewSet(input)
+	return &Index{Set: set, Texts: NewTexts(set), dir: dir, directives: map[string][]directive{}}
 }
 
 // add parses a file into the index. The error, if any, is located.
@@ -140,26 +87,6 @@ func (ix *Index) add(path string, content []byte) error {
 	ix.docs[path] = docs
 	ix.directives[path] = scanDirectives(content, docs)
 	return nil
-}
-
-// Files lists every file the project was read from, as displayed, in the order they were
-// read: the compose files, then the files they include or extend from.
-func (ix *Index) Files() []string {
-	out := make([]string, len(ix.read))
-	for i, f := range ix.read {
-		out[i] = ix.display(f)
-	}
-	return out
-}
-
-func (ix *Index) display(path string) string {
-	if n, ok := ix.names[path]; ok {
-		return n
-	}
-	if rel, err := filepath.Rel(ix.cwd, path); err == nil && ix.cwd != "" && !strings.HasPrefix(rel, "..") {
-		return rel
-	}
-	return path
 }
 
 // addTree indexes a top-level file and everything it includes or extends from, following
@@ -448,10 +375,6 @@ func (ix *Index) lookupItem(service, key string, match func(*yaml.Node) bool) (w
 	return written{}, false
 }
 
-func (ix *Index) pos(file string, n *yaml.Node) Pos {
-	return Pos{File: ix.display(file), Line: n.Line, Column: n.Column}
-}
-
 // PathPos locates a dotted model path such as services.web.shm_size, for compose-go errors.
 func (ix *Index) PathPos(path []string) (Pos, bool) {
 	if len(path) >= 2 && path[0] == "services" {
@@ -535,279 +458,6 @@ func lookupPath(n *yaml.Node, path []string) (key, val *yaml.Node, reset bool) {
 	return key, val, false
 }
 
-// getKey returns a mapping's key and value nodes for name, looking through merge keys
-// (<<: *anchor) after the mapping's own keys, as YAML does.
-func getKey(m *yaml.Node, name string) (*yaml.Node, *yaml.Node) {
-	m = deref(m)
-	if m == nil || m.Kind != yaml.MappingNode {
-		return nil, nil
-	}
-	i, merges := mappingKeys(m, name)
-	if i >= 0 {
-		return m.Content[i], deref(m.Content[i+1])
-	}
-	for _, src := range merges {
-		src = deref(src)
-		if src.Kind == yaml.SequenceNode {
-			for _, s := range src.Content {
-				if k, v := getKey(s, name); k != nil {
-					return k, v
-				}
-			}
-			continue
-		}
-		if k, v := getKey(src, name); k != nil {
-			return k, v
-		}
-	}
-	return nil, nil
-}
-
-func get(m *yaml.Node, name string) *yaml.Node {
-	_, v := getKey(m, name)
-	return v
-}
-
-func deref(n *yaml.Node) *yaml.Node {
-	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 16; i++ {
-		n = n.Alias
-	}
-	return n
-}
-
-func scalar(n *yaml.Node) string {
-	if n == nil || n.Kind != yaml.ScalarNode {
-		return ""
-	}
-	return n.Value
-}
-
-// scalars calls fn for every scalar under n with the name of the key it is the value of, or
-// the key of the list holding it. Aliases are not followed: an anchor is visited where it is
-// defined, so an alias bomb costs nothing here.
-func scalars(n *yaml.Node, key string, fn func(key string, v *yaml.Node)) {
-	switch n.Kind {
-	case yaml.ScalarNode:
-		fn(key, n)
-	case yaml.SequenceNode, yaml.DocumentNode:
-		for _, c := range n.Content {
-			scalars(c, key, fn)
-		}
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			scalars(n.Content[i+1], n.Content[i].Value, fn)
-		}
-	}
-}
-
-// maxExpandedNodes bounds a document's size once its aliases are expanded, which is what
-// compose-go's decoder does; real stacks stay in the thousands. A large document without
-// aliases may have more nodes than that as written: expansion is bounded to four times the
-// nodes written, or maxExpandedNodes, whichever is more.
-const maxExpandedNodes = 1_000_000
-
-// expansionLimit is the bound on n's size with aliases expanded.
-func expansionLimit(n *yaml.Node) int64 {
-	return max(maxExpandedNodes, 4*writtenNodes(n))
-}
-
-// writtenNodes counts the nodes of n as written, aliases not followed.
-func writtenNodes(n *yaml.Node) int64 {
-	size := int64(1)
-	for _, c := range n.Content {
-		size += writtenNodes(c)
-	}
-	return size
-}
-
-// expandedSize counts the nodes of n with aliases expanded, memoised per node so that an
-// alias bomb is measured in linear time; it stops counting past limit.
-func expandedSize(n *yaml.Node, memo map[*yaml.Node]int64, limit int64) int64 {
-	if v, ok := memo[n]; ok {
-		return v
-	}
-	memo[n] = limit + 1 // an alias cycle counts as too big
-	size := int64(1)
-	if n.Kind == yaml.AliasNode && n.Alias != nil {
-		size = expandedSize(n.Alias, memo, limit)
-	}
-	for _, c := range n.Content {
-		if size += expandedSize(c, memo, limit); size > limit {
-			break
-		}
-	}
-	memo[n] = size
-	return size
-}
-
-// firstAlias is where an alias bomb is reported: the first alias written in n, in document
-// order (n itself when it has none).
-func firstAlias(n *yaml.Node) *yaml.Node {
-	if n.Kind == yaml.AliasNode {
-		return n
-	}
-	for _, c := range n.Content {
-		if a := firstAlias(c); a.Kind == yaml.AliasNode {
-			return a
-		}
-	}
-	return n
-}
-
-// yamlError turns a YAML parser error into one located at the offending token. yaml.v3
-// reports the line where the enclosing construct starts (its context mark), not where the
-// problem is: the token is found again by parsing growing prefixes from that line on, the
-// first prefix that fails with the same problem ending at it. An unclosed flow collection is
-// located at its unclosed bracket.
-func yamlError(file string, content []byte, err error) error {
-	line, msg := splitYAMLError(err)
-	if line > 0 && parserError(msg) {
-		line++ // yaml.v3 reports parser errors with a 0-based line
-	}
-	pos := Pos{File: file, Line: line}
-	if off := problemOffset(content, line, msg); off >= 0 {
-		pos.Line, pos.Column = lineCol(content, off)
-	} else if last := bytes.Count(bytes.TrimRight(content, "\n"), []byte("\n")) + 1; line > last {
-		pos.Line = last // the problem was found at the end of the file: point at its last line
-	}
-	return &LoadError{Pos: pos, Msg: "invalid YAML: " + msg}
-}
-
-// parserError tells yaml.v3's parser errors from its scanner errors by their messages.
-func parserError(msg string) bool {
-	for _, p := range []string{"did not find expected <document start>", "did not find expected node content",
-		"did not find expected key", "did not find expected '-' indicator", "did not find expected ',' or"} {
-		if strings.HasPrefix(msg, p) {
-			return true
-		}
-	}
-	return false
-}
-
-// splitYAMLError splits "yaml: line 3: problem" into 3 and "problem".
-func splitYAMLError(err error) (int, string) {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	var line int
-	if _, e := fmt.Sscanf(msg, "line %d:", &line); e == nil {
-		msg = strings.TrimSpace(msg[strings.Index(msg, ":")+1:])
-	}
-	return line, msg
-}
-
-// maxProblemFile bounds the search for a syntax error's token, which parses a few dozen
-// prefixes of the file.
-const maxProblemFile = 1 << 20
-
-// problemOffset finds the byte offset of the token a syntax error is about, -1 if not found.
-// Once a prefix holds the offending token, it fails as the whole file does: the first line,
-// from the context line on, whose end makes the prefix fail, then the first byte of that line
-// that does, are found by bisection.
-func problemOffset(content []byte, line int, msg string) int {
-	if last := bytes.Count(bytes.TrimRight(content, "\n"), []byte("\n")) + 1; line > last {
-		line = last // found at the end of the file
-	}
-	start := lineStart(content, max(line, 1))
-	if start < 0 || len(content) > maxProblemFile {
-		return -1
-	}
-	fails := func(n int) bool {
-		dec := yaml.NewDecoder(bytes.NewReader(content[:n]))
-		for {
-			var doc yaml.Node
-			if err := dec.Decode(&doc); err != nil {
-				_, m := splitYAMLError(err)
-				return !errors.Is(err, io.EOF) && m == msg
-			}
-		}
-	}
-	var ends []int // where each line from the context line on ends, its newline included
-	for off := start; off < len(content); {
-		i := bytes.IndexByte(content[off:], '\n')
-		if i < 0 {
-			i = len(content) - off - 1
-		}
-		off += i + 1
-		ends = append(ends, off)
-	}
-	l := sort.Search(len(ends), func(i int) bool { return fails(ends[i]) })
-	if l == len(ends) {
-		return -1
-	}
-	if strings.Contains(msg, "',' or") {
-		return unclosedBracket(content[:ends[l]])
-	}
-	from := start
-	if l > 0 {
-		from = ends[l-1]
-	}
-	return from + sort.Search(ends[l]-from, func(j int) bool { return fails(from + j + 1) })
-}
-
-// unclosedBracket returns the offset of the last flow bracket in b that is not closed.
-func unclosedBracket(b []byte) int {
-	depth := 0
-	for i := len(b) - 1; i >= 0; i-- {
-		switch b[i] {
-		case ']', '}':
-			depth++
-		case '[', '{':
-			if depth == 0 {
-				return i
-			}
-			depth--
-		}
-	}
-	return len(b) - 1
-}
-
-// lineStart is the offset where a 1-based line starts, -1 past the end.
-func lineStart(content []byte, line int) int {
-	off := 0
-	for l := 1; l < line; l++ {
-		i := bytes.IndexByte(content[off:], '\n')
-		if i < 0 {
-			return -1
-		}
-		off += i + 1
-	}
-	return off
-}
-
-// lineCol is the 1-based line and column of a byte offset; columns count characters.
-func lineCol(content []byte, off int) (int, int) {
-	before := content[:off]
-	nl := bytes.LastIndexByte(before, '\n')
-	return bytes.Count(before, []byte("\n")) + 1, utf8.RuneCount(before[nl+1:]) + 1
-}
-
-// duplicateKey finds a key written twice in one mapping, which docker compose refuses
-// (yaml.v3's decoder does, into a map) but a yaml.Node accepts: the error is at the second key.
-// Each mapping's keys are checked through a set, in linear time: a mapping of 100,000 keys
-// compared pairwise would cost billions of comparisons.
-func duplicateKey(n *yaml.Node) (dup, first *yaml.Node) {
-	type key struct {
-		kind  yaml.Kind
-		value string
-	}
-	if n.Kind == yaml.MappingNode {
-		keysScanned.Add(int64(len(n.Content) / 2))
-		seen := make(map[key]*yaml.Node, len(n.Content)/2)
-		for i := 0; i < len(n.Content); i += 2 {
-			k := n.Content[i]
-			if f, ok := seen[key{k.Kind, k.Value}]; ok {
-				return k, f
-			}
-			seen[key{k.Kind, k.Value}] = k
-		}
-	}
-	for _, c := range n.Content {
-		if dup, first := duplicateKey(c); dup != nil {
-			return dup, first
-		}
-	}
-	return nil, nil
-}
-
 // fileKeys are the keys whose values name other files.
 var fileKeys = map[string]bool{"file": true, "path": true, "include": true, "env_file": true, "extends": true, "project_directory": true}
 
@@ -853,29 +503,6 @@ func (ix *Index) reference(from, to string) (Pos, bool) {
 		}
 	}
 	return Pos{}, false
-}
-
-// aliased reports whether a mapping's direct key name has an alias as its value, or is
-// reached through a merge key: its node is then shared with whatever else uses the anchor.
-func aliased(m *yaml.Node, name string) bool {
-	k, v, merged := findKey(m, name)
-	return k != nil && (merged || v.Kind == yaml.AliasNode)
-}
-
-// findKey is getKey without following the value's alias: it returns the value as written,
-// and whether the key was found through a merge key rather than in the mapping itself.
-func findKey(m *yaml.Node, name string) (key, val *yaml.Node, merged bool) {
-	m = deref(m)
-	if m == nil || m.Kind != yaml.MappingNode {
-		return nil, nil, false
-	}
-	if i, _ := mappingKeys(m, name); i >= 0 {
-		return m.Content[i], m.Content[i+1], false
-	}
-	if k, v := getKey(m, name); k != nil {
-		return k, v, true
-	}
-	return nil, nil, false
 }
 
 // written is one place where a service key is written.
@@ -942,43 +569,4 @@ func (ix *Index) home(service string) (layer, bool) {
 		}
 	}
 	return layer{}, false
-}
-
-// anchorTable knows, for one file, each node's parent and the anchors aliased somewhere.
-type anchorTable struct {
-	parent  map[*yaml.Node]*yaml.Node
-	aliased map[*yaml.Node]bool
-}
-
-// inAnchor names the anchor that n lies in, or is, when something aliases it: editing n
-// would then also edit every place that alias or a merge key reaches.
-func (ix *Index) inAnchor(file string, n *yaml.Node) (string, bool) {
-	if ix.anchors == nil {
-		ix.anchors = map[string]*anchorTable{}
-	}
-	at, ok := ix.anchors[file]
-	if !ok {
-		at = &anchorTable{parent: map[*yaml.Node]*yaml.Node{}, aliased: map[*yaml.Node]bool{}}
-		var walk func(n *yaml.Node)
-		walk = func(n *yaml.Node) {
-			if n.Kind == yaml.AliasNode {
-				at.aliased[n.Alias] = true
-				return
-			}
-			for _, c := range n.Content {
-				at.parent[c] = n
-				walk(c)
-			}
-		}
-		for _, d := range ix.docs[file] {
-			walk(d)
-		}
-		ix.anchors[file] = at
-	}
-	for ; n != nil; n = at.parent[n] {
-		if at.aliased[n] {
-			return n.Anchor, true
-		}
-	}
-	return "", false
 }

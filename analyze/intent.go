@@ -9,12 +9,9 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// IntentKey is the service extension where a service declares what it needs.
-const IntentKey = "x-shmdoctor"
-
 // intent reads x-shmdoctor: need, dataloader (need = (workers × prefetch_factor + 2½) ×
 // batch_bytes, one batch less with persistent_workers: see dataloaderNeed) and ignore. Mistakes in it are located errors: a silent typo would hide a real finding.
-func (p *Project) intent(plan *ShmPlan, s *types.ServiceConfig) {
+func (p *project) intent(plan *ShmPlan, s *types.ServiceConfig) {
 	raw, ok := s.Extensions[IntentKey]
 	if !ok || raw == nil {
 		return
@@ -161,9 +158,9 @@ func sizeValue(v any) (int64, error) {
 }
 
 // ignoreIntent reads x-shmdoctor.ignore: a list of "SHM020 reason" entries, or one string
-// of them separated by commas. Each entry is a suppressor of the service, located at its
+// of them separated by commas. Each entry is a Suppressor of the service, located at its
 // list item where the index finds one.
-func (p *Project) ignoreIntent(plan *ShmPlan, v any, at Pos) error {
+func (p *project) ignoreIntent(plan *ShmPlan, v any, at Pos) error {
 	var items []any
 	switch x := v.(type) {
 	case []any:
@@ -182,7 +179,7 @@ func (p *Project) ignoreIntent(plan *ShmPlan, v any, at Pos) error {
 			nodes = []*yaml.Node{n}
 		}
 	}
-	var sups []*suppressor
+	var sups []*Suppressor
 	for i, it := range items {
 		s, ok := it.(string)
 		if !ok {
@@ -197,11 +194,11 @@ func (p *Project) ignoreIntent(plan *ShmPlan, v any, at Pos) error {
 			pos.Line, pos.Column = nodes[i].Line, nodes[i].Column
 		}
 		plan.Ignore = append(plan.Ignore, ids...)
-		sups = append(sups, &suppressor{
+		sups = append(sups, &Suppressor{
 			Suppression: Suppression{Kind: SuppressExtension, Reason: reason, Pos: pos},
-			rules:       ids, services: []string{plan.Service}, analysed: true,
+			Rules:       ids, Services: []string{plan.Service}, Analysed: true,
 		})
 	}
-	p.suppressors = append(p.suppressors, sups...)
+	p.Suppressors = append(p.Suppressors, sups...)
 	return nil
 }

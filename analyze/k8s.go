@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -16,74 +15,6 @@ import (
 
 	"go.yaml.in/yaml/v3"
 )
-
-// The Kubernetes sources of a container's /dev/shm. SourceHost (hostIPC: true, no volume)
-// is shared with compose.
-const (
-	SourceDefault        Source = "default"         // the runtime's own 64 MiB tmpfs
-	SourceEmptyDirMemory Source = "emptydir-memory" // an emptyDir with medium: Memory
-	SourceEmptyDirDisk   Source = "emptydir-disk"   // an emptyDir on the node's disk
-	SourceHostPath       Source = "hostpath"        // a hostPath volume
-	// SourceOperator is a memory emptyDir an operator mounts at /dev/shm when the pod
-	// reaches it: KubeRay's shared-mem in the Ray container. K8sPlan.Operator names it.
-	SourceOperator Source = "operator"
-)
-
-// The annotations through which a Kubernetes object or pod template talks to the doctor.
-const (
-	AnnotationNeed   = "shmdoctor.io/need"
-	AnnotationIgnore = "shmdoctor.io/ignore"
-)
-
-// K8sPlan is what a Kubernetes container adds to its ShmPlan: where each fact is written.
-// Positions are zero when the key is not written.
-type K8sPlan struct {
-	Kind      string
-	Namespace string
-	Name      string
-	// Group is the replica or group the pod spec belongs to (Worker, headGroupSpec, an Argo
-	// template), "" for plain workloads.
-	Group     string
-	Container string
-	// ContainerPos is the container's name key (or its first key when unnamed).
-	ContainerPos Pos
-	// Volume is the name of the volume mounted at /dev/shm, "" when none.
-	Volume    string
-	MountPos  Pos // the volumeMounts entry at /dev/shm
-	VolumePos Pos // the volumes entry it names
-	// Medium is the emptyDir medium ("" for the node's disk).
-	Medium       string
-	SizeLimit    *int64
-	SizeLimitPos Pos
-	// HostPath is the node path of a hostPath volume at /dev/shm.
-	HostPath string
-	// HostShm is a hostPath volume of the node's /dev/shm mounted anywhere in the container.
-	HostShm    string
-	HostShmPos Pos
-	HostIPC    bool
-	HostIPCPos Pos
-	// FirstInPod marks the pod's first analysed container: pod-wide facts are reported once.
-	FirstInPod bool
-	// MemLimitPos is the container's resources.limits.memory; AllLimited is true when every
-	// container of the pod has a memory limit, and PodMemLimit is then the pod's limit.
-	MemLimitPos Pos
-	AllLimited  bool
-	PodMemLimit *int64
-	// Accelerators lists the accelerator resources the container requests.
-	Accelerators []string
-	// Argo is set for containers of Argo Workflows templates, whose pods also run an
-	// executor the manifest does not show.
-	Argo bool
-	// Operator names the controller that mounts the volume at /dev/shm (SourceOperator):
-	// "KubeRay", "" when the manifest mounts it.
-	Operator string
-
-	// Where fixes edit: the manifest, the container, the mapping holding the pod's volumes
-	// (the pod spec, or an Argo template) and the volume mounted at /dev/shm.
-	file            string
-	container, spec *yaml.Node
-	volume          *yaml.Node
-}
 
 // Kind of a YAML input, told by its content.
 type inputKind int
@@ -152,16 +83,6 @@ func isYAMLName(name string) bool {
 	return ext == ".yaml" || ext == ".yml"
 }
 
-// hasComposeFile reports a compose file directly in dir.
-func hasComposeFile(dir string) bool {
-	for _, n := range DefaultFileNames {
-		if st, err := os.Stat(filepath.Join(dir, n)); err == nil && !st.IsDir() {
-			return true
-		}
-	}
-	return false
-}
-
 // folderManifests lists the Kubernetes manifests (and Helm templates, which report their
 // own error) directly in dir, sorted.
 func folderManifests(s *sources, dir string) []string {
@@ -182,52 +103,83 @@ func folderManifests(s *sources, dir string) []string {
 	return out
 }
 
-// loadKubernetes loads one manifest file (or standard input) as a project of its own.
-func loadKubernetes(t target, opts Options) *Project {
-	file := t.files[0]
-	p := &Project{Kubernetes: true}
-	p.Index = newIndex("", opts.src)
-	abs := file
+// manifest is one Kubernetes manifest file as the loader reads it: the model, the file,
+// and where in it fixes edit. It is the model's Document.
+type manifest struct {
+	*Project
+	set        *Set
+	texts      *Texts
+	abs        string // the file: absolute, or "-"
+	directives []directive
+	// nodes are where each container's fixes edit.
+	nodes map[*K8sPlan]*podNodes
+}
+
+// podNodes are where fixes edit a container: the container, the mapping holding its pod's
+// volumes (the pod spec, or an Argo template) and the volume mounted at /dev/shm.
+type podNodes struct {
+	container, spec, volume *yaml.Node
+}
+
+// loadKubernetes loads one manifest file (or standard input, "-", named stdinName) as a
+// project of its own; need is --need, named needFrom.
+func loadKubernetes(file string, stdin []byte, stdinName string, need *int64, needFrom string, input *sources) *Project {
+	p := &manifest{Project: &Project{Kubernetes: true}, set: NewSet(input), abs: file, nodes: map[*K8sPlan]*podNodes{}}
+	p.texts = NewTexts(p.set)
+	p.Doc = p
 	var content []byte
 	if file == "-" {
-		content = t.stdin
-		p.Index.names[file] = t.stdinName()
+		content = stdin
+		p.set.names[file] = stdinName
 	} else {
 		if a, err := filepath.Abs(file); err == nil {
-			abs = a
+			p.abs = a
 		}
-		b, err := readSource(opts.src, abs)
+		b, err := readSource(input, p.abs)
 		if err != nil {
 			p.Name, p.Files = file, []string{file}
-			p.fail(Pos{File: file}, "%s", cleanPathErr(err))
-			return p
+			p.Fail(Pos{File: file}, "%s", cleanPathErr(err))
+			return p.Project
 		}
 		content = b
 	}
-	display := p.Index.display(abs)
+	display := p.set.display(p.abs)
 	p.Name, p.Files = display, []string{display}
-	p.Index.top = []string{abs}
 	if k, line, col := sniff(content); k == inputHelm {
-		p.fail(Pos{File: display, Line: line, Column: col}, "this is a Helm template: render it first (helm template ... | shmdoctor -)")
-		return p
+		p.Fail(Pos{File: display, Line: line, Column: col}, "this is a Helm template: render it first (helm template ... | shmdoctor -)")
+		return p.Project
 	}
 	docs, err := parseManifest(display, content)
-	p.Index.docs[abs], p.Index.src[abs] = docs, content
+	p.set.docs[p.abs], p.set.src[p.abs] = docs, content
 	if err != nil {
 		p.Errors = append(p.Errors, asLoadError(err, display))
-		return p
+		return p.Project
 	}
-	p.Index.directives[abs] = scanDirectives(content, docs)
-	p.directiveErrors()
-	r := &k8sResolver{p: p, file: display, abs: abs, need: opts.Need, needFrom: opts.needFrom(), sups: map[Pos]*suppressor{}}
+	p.directives = scanDirectives(content, docs)
+	for _, d := range p.directives {
+		if d.err != nil {
+			p.Fail(Pos{File: display, Line: d.line, Column: d.col}, "%s: %v", IgnoreDirective, d.err)
+		}
+	}
+	r := &k8sResolver{p: p, file: display, abs: p.abs, need: need, needFrom: needFrom, sups: map[Pos]*Suppressor{}}
 	for _, d := range docs {
 		r.object(d)
 	}
-	p.resolveDirectives()
+	for _, d := range p.directives {
+		if d.err != nil {
+			continue
+		}
+		s := &Suppressor{
+			Suppression: Suppression{Kind: SuppressComment, Reason: d.reason, Pos: Pos{File: display, Line: d.line, Column: d.col}},
+			Rules:       d.ids, OnFile: display, OnLine: d.target, Analysed: true,
+		}
+		p.scope(s)
+		p.Suppressors = append(p.Suppressors, s)
+	}
 	if len(p.Plans) == 0 {
 		p.Notes = append(p.Notes, "no pod spec found: nothing here runs a container")
 	}
-	return p
+	return p.Project
 }
 
 // parseManifest parses every document of a manifest, refusing alias bombs.
@@ -255,7 +207,7 @@ func parseManifest(display string, content []byte) ([]*yaml.Node, error) {
 
 // k8sResolver turns the objects of one manifest file into plans.
 type k8sResolver struct {
-	p    *Project
+	p    *manifest
 	file string // as displayed
 	abs  string
 	need *int64
@@ -263,7 +215,7 @@ type k8sResolver struct {
 	needFrom string
 	// sups are the shmdoctor.io/ignore annotations by position: an object's annotation
 	// covers the containers of every pod spec it holds.
-	sups map[Pos]*suppressor
+	sups map[Pos]*Suppressor
 	// rayGroups maps the pod spec of a KubeRay head or worker group to the group, whose
 	// rayStartParams decide whether the operator mounts /dev/shm.
 	rayGroups map[*yaml.Node]*yaml.Node
@@ -483,7 +435,7 @@ func (r *k8sResolver) plans(obj k8sObject, group string, spec *yaml.Node, cs []p
 	sups, need, needFrom := r.annotations(obj)
 	var ignore []string
 	for _, s := range sups {
-		ignore = append(ignore, s.rules...)
+		ignore = append(ignore, s.Rules...)
 	}
 	for i, c := range cs {
 		name := obj.kind + "/" + obj.name
@@ -508,8 +460,8 @@ func (r *k8sResolver) plans(obj k8sObject, group string, spec *yaml.Node, cs []p
 			Kind: obj.kind, Namespace: obj.namespace, Name: obj.name, Group: group, Container: c.label,
 			ContainerPos: r.pos(nameKey), FirstInPod: i == 0, Argo: argo,
 			AllLimited: allLimited, PodMemLimit: podLimit,
-			file: r.abs, container: c.node, spec: spec,
 		}
+		r.p.nodes[k] = &podNodes{container: c.node, spec: spec}
 		plan := &ShmPlan{Service: name + ":" + label, K8s: k, Ignore: ignore}
 		if hostIPC {
 			k.HostIPC, k.HostIPCPos = true, r.pos(ipcKey)
@@ -518,7 +470,7 @@ func (r *k8sResolver) plans(obj k8sObject, group string, spec *yaml.Node, cs []p
 			if n, err := ParseQuantity(scalar(v)); err == nil && n > 0 {
 				plan.MemLimit, k.MemLimitPos = ptr(n), r.pos(key)
 			} else {
-				r.p.fail(r.pos(v), "resources.limits.memory %q: %v", scalar(v), err)
+				r.p.Fail(r.pos(v), "resources.limits.memory %q: %v", scalar(v), err)
 			}
 		}
 		k.Accelerators = accelerators(c.node)
@@ -546,7 +498,7 @@ func (r *k8sResolver) plans(obj k8sObject, group string, spec *yaml.Node, cs []p
 		r.predict(plan)
 		r.p.Plans = append(r.p.Plans, plan)
 		for _, s := range sups {
-			s.services = append(s.services, plan.Service)
+			s.Services = append(s.Services, plan.Service)
 		}
 	}
 }
@@ -587,7 +539,7 @@ func (r *k8sResolver) mount(plan *ShmPlan, name string, readOnly bool, v *yaml.N
 		plan.Mount = &Mount{Type: SourceVolume, Source: name, ReadOnly: readOnly, Entry: "volumeMounts"}
 		return
 	}
-	k.VolumePos, k.volume = r.pos(v), v
+	k.VolumePos, r.p.nodes[k].volume = r.pos(v), v
 	plan.Mount = &Mount{Source: name, ReadOnly: readOnly, Entry: "volumeMounts"}
 	switch {
 	case get(v, "emptyDir") != nil:
@@ -602,7 +554,7 @@ func (r *k8sResolver) mount(plan *ShmPlan, name string, readOnly bool, v *yaml.N
 				k.SizeLimit, k.SizeLimitPos = ptr(n), r.pos(key)
 				plan.Configured, plan.Mount.Size = ptr(n), ptr(n)
 			} else {
-				r.p.fail(r.pos(sv), "emptyDir.sizeLimit %q: %v", scalar(sv), err)
+				r.p.Fail(r.pos(sv), "emptyDir.sizeLimit %q: %v", scalar(sv), err)
 			}
 		}
 	case get(v, "hostPath") != nil:
@@ -708,7 +660,7 @@ func (r *k8sResolver) podLimit(spec *yaml.Node, containers []*yaml.Node) (*int64
 
 // annotations reads shmdoctor.io/ignore and shmdoctor.io/need from the object's metadata
 // and then the pod template's, which wins.
-func (r *k8sResolver) annotations(obj k8sObject) (sups []*suppressor, need *int64, from string) {
+func (r *k8sResolver) annotations(obj k8sObject) (sups []*Suppressor, need *int64, from string) {
 	for _, m := range obj.meta {
 		ann := get(m, "annotations")
 		if v := get(ann, AnnotationIgnore); v != nil {
@@ -722,7 +674,7 @@ func (r *k8sResolver) annotations(obj k8sObject) (sups []*suppressor, need *int6
 				n, err = ParseSize(scalar(v))
 			}
 			if err != nil {
-				r.p.fail(r.pos(v), "%s: %q is not a size such as 8Gi", AnnotationNeed, scalar(v))
+				r.p.Fail(r.pos(v), "%s: %q is not a size such as 8Gi", AnnotationNeed, scalar(v))
 				continue
 			}
 			need, from = ptr(n), AnnotationNeed
@@ -733,20 +685,20 @@ func (r *k8sResolver) annotations(obj k8sObject) (sups []*suppressor, need *int6
 
 // ignore reads a shmdoctor.io/ignore annotation once, however many pod specs it covers;
 // nil when it is malformed (a located error).
-func (r *k8sResolver) ignore(v *yaml.Node) *suppressor {
+func (r *k8sResolver) ignore(v *yaml.Node) *Suppressor {
 	pos := r.pos(v)
 	if s, ok := r.sups[pos]; ok {
 		return s
 	}
 	ids, reason, err := parseIgnore(scalar(v))
 	if err != nil {
-		r.p.fail(pos, "%s: %v", AnnotationIgnore, err)
+		r.p.Fail(pos, "%s: %v", AnnotationIgnore, err)
 		r.sups[pos] = nil
 		return nil
 	}
-	s := &suppressor{Suppression: Suppression{Kind: SuppressAnnotation, Reason: reason, Pos: pos}, rules: ids, analysed: true}
+	s := &Suppressor{Suppression: Suppression{Kind: SuppressAnnotation, Reason: reason, Pos: pos}, Rules: ids, Analysed: true}
 	r.sups[pos] = s
-	r.p.suppressors = append(r.p.suppressors, s)
+	r.p.Suppressors = append(r.p.Suppressors, s)
 	return s
 }
 
@@ -817,61 +769,20 @@ func accelerators(c *yaml.Node) []string {
 	return out
 }
 
-// scalars0 lists the scalars of a sequence (or the one scalar).
-func scalars0(n *yaml.Node) []string {
-	n = deref(n)
-	if n == nil {
-		return nil
-	}
-	if n.Kind == yaml.ScalarNode {
-		return []string{n.Value}
-	}
-	var out []string
-	for _, c := range n.Content {
-		if c = deref(c); c.Kind == yaml.ScalarNode {
-			out = append(out, c.Value)
+// scope decides what a comment covers in a manifest: the containers whose name is on
+// the line, else the line.
+func (p *manifest) scope(s *Suppressor) {
+	best := 0
+	for _, plan := range p.Plans {
+		cp := plan.K8s.ContainerPos
+		if cp.File != s.OnFile {
+			continue
+		}
+		if cp.Line == s.OnLine {
+			s.Services = append(s.Services, plan.Service)
+		}
+		if cp.Line <= s.OnLine && cp.Line > best {
+			best, s.Owner = cp.Line, plan.Service
 		}
 	}
-	return out
-}
-
-var quantity = regexp.MustCompile(`^([+-]?[0-9.]+)(?:([eE][+-]?[0-9]+)|(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E))?$`)
-
-// ParseQuantity parses a Kubernetes resource quantity as bytes: "512Mi", "2Gi", "1G",
-// "1.5Gi", "129e6", "1073741824". Fractions of a byte round up, as the API server does.
-func ParseQuantity(s string) (int64, error) {
-	m := quantity.FindStringSubmatch(strings.TrimSpace(s))
-	if m == nil {
-		return 0, fmt.Errorf("invalid quantity %q: use a number with an optional suffix such as 512Mi or 2Gi", s)
-	}
-	v, err := strconv.ParseFloat(m[1], 64)
-	if err != nil || v < 0 {
-		return 0, fmt.Errorf("invalid quantity %q: use a positive number with an optional suffix such as 512Mi or 2Gi", s)
-	}
-	if m[2] != "" {
-		e, _ := strconv.Atoi(m[2][1:])
-		v *= math.Pow10(e)
-	}
-	mult := map[string]float64{
-		"": 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
-		"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "Pi": 1 << 50, "Ei": 1 << 60,
-	}[m[3]]
-	v = math.Ceil(v * mult)
-	if v > math.MaxInt64/2 {
-		return 0, fmt.Errorf("invalid quantity %q: too large", s)
-	}
-	return int64(v), nil
-}
-
-// K8sSize prints bytes as a Kubernetes quantity: "2Gi", "512Mi", or plain bytes.
-func K8sSize(n int64) string {
-	switch {
-	case n > 0 && n%(1<<30) == 0:
-		return fmt.Sprintf("%dGi", n>>30)
-	case n > 0 && n%(1<<20) == 0:
-		return fmt.Sprintf("%dMi", n>>20)
-	case n > 0 && n%(1<<10) == 0:
-		return fmt.Sprintf("%dKi", n>>10)
-	}
-	return strconv.FormatInt(n, 10)
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/shmdoctor/shmdoctor/internal/testutil"
 )
 
 func loadOneK8s(t *testing.T, manifest string, need *int64) *Project {
@@ -112,7 +114,7 @@ func TestParseQuantity(t *testing.T) {
 // TestK8sCorpus analyses every manifest of the shared corpus: no error, at least one plan,
 // and agreement with the facts the index records.
 func TestK8sCorpus(t *testing.T) {
-	dir := corpusDir(t)
+	dir := testutil.Corpus(t)
 	n := 0
 	for _, row := range corpusRows(t, dir) {
 		if row.kind == "compose" {

@@ -49,37 +49,6 @@ type Options struct {
 	src *sources
 }
 
-// Project is one loaded compose project: the compose-go model, the source index, and what
-// the doctor derived from them. A project that failed to load has Errors and no Compose.
-// A Kubernetes manifest file is a project of its own, with Kubernetes set and no Compose.
-type Project struct {
-	Name       string
-	Dir        string
-	Files      []string // as displayed
-	Compose    *types.Project
-	Kubernetes bool
-	Index      *Index
-	Plans      []*ShmPlan
-	Notes      []string
-	Errors     []*LoadError
-	// Engine is the engine the project is predicted for: its defaults size a service that
-	// sets nothing. The zero value is Docker's.
-	Engine Engine
-	// Variant is set on a compose file -r found beside the default names: how it was checked.
-	Variant *Variant
-	env     *envTracker
-	// all are every plan of an overlay, whose Plans are the services it changes.
-	all []*ShmPlan
-	// suppressors are the suppressions written in the project's files.
-	suppressors []*suppressor
-}
-
-// LoadError is a located error in a project's input.
-type LoadError struct {
-	Pos
-	Msg string
-}
-
 // needFrom names who set Need.
 func (o Options) needFrom() string {
 	if o.NeedFrom == "" {
@@ -87,23 +56,6 @@ func (o Options) needFrom() string {
 	}
 	return o.NeedFrom
 }
-
-// DisplayDir is the project folder as reports show it: relative to the working folder when
-// below it.
-func (p *Project) DisplayDir() string {
-	if p.Index == nil {
-		return p.Dir
-	}
-	return p.Index.display(p.Dir)
-}
-
-// Loaded reports whether the project was loaded far enough to be checked: a compose model,
-// or a Kubernetes manifest that parsed.
-func (p *Project) Loaded() bool {
-	return p.Compose != nil || (p.Kubernetes && len(p.Errors) == 0)
-}
-
-func (e *LoadError) Error() string { return e.Pos.String() + ": " + e.Msg }
 
 // DefaultFileNames are the compose file names docker compose looks for, in its order.
 var DefaultFileNames = cli.DefaultFileNames
@@ -116,15 +68,15 @@ func Load(ctx context.Context, opts Options) []*Project {
 	// Every folder's default project first: a variant that any of them reads (an override,
 	// a file included or extended, from this folder or another) is part of it, as docker
 	// compose loads it, and is not checked again as a project of its own.
-	bases := make([]*Project, len(ts))
-	var loaded []*Project
+	bases := make([]*project, len(ts))
+	var loaded []*project
 	for i, t := range ts {
 		if t.err != nil || t.k8s || t.noBase || t.note != "" {
 			continue
 		}
 		bases[i] = loadOne(ctx, t, opts)
-		if bases[i].Compose != nil {
-			Resolve(bases[i], opts.Need, opts.needFrom())
+		if bases[i].model != nil {
+			resolve(bases[i], opts.Need, opts.needFrom())
 			bases[i].resolveDirectives()
 		}
 		loaded = append(loaded, bases[i])
@@ -139,24 +91,38 @@ func Load(ctx context.Context, opts Options) []*Project {
 			out = append(out, &Project{Name: t.name(), Files: t.files, Notes: []string{t.note}})
 			continue
 		case t.k8s:
-			out = append(out, loadKubernetes(t, opts))
+			out = append(out, loadKubernetes(t.files[0], t.stdin, t.stdinName(), opts.Need, opts.needFrom(), opts.src))
 			continue
 		case bases[i] != nil:
-			out = append(out, bases[i])
+			out = append(out, bases[i].done())
 		}
 		for _, v := range t.variants {
-			if slices.ContainsFunc(loaded, func(p *Project) bool { return p.reads(v) }) {
+			if slices.ContainsFunc(loaded, func(p *project) bool { return p.Reads(v) }) {
 				continue
 			}
 			vp := loadVariant(ctx, t, bases[i], v, opts)
 			loaded = append(loaded, vp)
-			out = append(out, vp)
+			out = append(out, vp.done())
 		}
 	}
-	for _, p := range out {
-		p.redact()
-	}
 	return out
+}
+
+// done hides the values of variables in what the project reports, and hands the model over.
+func (p *project) done() *Project {
+	p.redact()
+	p.Compose = p.model != nil
+	if p.Index != nil {
+		p.Doc = p
+	}
+	if p.model != nil {
+		for _, name := range p.model.ServiceNames() {
+			for _, f := range p.model.Services[name].EnvFiles {
+				p.EnvFiles = append(p.EnvFiles, f.Path)
+			}
+		}
+	}
+	return p.Project
 }
 
 // target is one project to load.
@@ -372,7 +338,7 @@ func (c *logCapture) Fire(e *logrus.Entry) error {
 	return nil
 }
 
-func loadOne(ctx context.Context, t target, opts Options) *Project {
+func loadOne(ctx context.Context, t target, opts Options) *project {
 	logMu.Lock()
 	defer logMu.Unlock()
 	capture := &logCapture{}
@@ -387,7 +353,7 @@ func loadOne(ctx context.Context, t target, opts Options) *Project {
 		logger.SetLevel(oldLevel)
 	}()
 
-	p := &Project{Name: t.name(), Dir: t.dir, Engine: opts.Target.Engine(), env: newEnvTracker(opts.StrictEnv)}
+	p := &project{Project: &Project{Name: t.name(), Dir: t.dir, Engine: opts.Target.Engine()}, env: newEnvTracker(opts.StrictEnv)}
 	p.load(ctx, t, opts)
 	for _, l := range capture.lines {
 		n := noteFromLog(l)
@@ -411,14 +377,14 @@ func loadOne(ctx context.Context, t target, opts Options) *Project {
 // doctor reads no env_file (environment values are never its input), so one that is missing
 // does not stop the analysis; --strict-env makes it an error, as in docker compose. A path
 // written with an unset variable is left to the note about variables.
-func (p *Project) missingEnvFiles() []string {
-	if p.Compose == nil {
+func (p *project) missingEnvFiles() []string {
+	if p.model == nil {
 		return nil
 	}
 	var files []string
 	users := map[string][]string{}
-	for _, name := range p.Compose.ServiceNames() {
-		for _, f := range p.Compose.Services[name].EnvFiles {
+	for _, name := range p.model.ServiceNames() {
+		for _, f := range p.model.Services[name].EnvFiles {
 			if !f.Required || strings.HasPrefix(f.Path, placeholder) {
 				continue
 			}
@@ -460,11 +426,19 @@ func noteFromLog(l string) string {
 	return strings.TrimSuffix(l, ".")
 }
 
-func (p *Project) fail(pos Pos, format string, args ...any) {
-	p.Errors = append(p.Errors, &LoadError{Pos: pos, Msg: fmt.Sprintf(format, args...)})
+// project is a compose project as the loader builds it: the model the rules see, the
+// compose-go project, the source index and the variables it was interpolated with. It is
+// the model's Document.
+type project struct {
+	*Project
+	model *types.Project
+	Index *Index
+	env   *envTracker
 }
 
-func (p *Project) load(ctx context.Context, t target, opts Options) {
+func (p *project) fail(pos Pos, format string, args ...any) { p.Fail(pos, format, args...) }
+
+func (p *project) load(ctx context.Context, t target, opts Options) {
 	env := os.Environ()
 	if t.explicit {
 		env = slicesDelete(env, "COMPOSE_FILE=")
@@ -576,15 +550,7 @@ func (p *Project) load(ctx context.Context, t target, opts Options) {
 		}
 	}
 	p.Name = proj.Name
-	p.Compose = proj
-}
-
-func asLoadError(err error, file string) *LoadError {
-	var le *LoadError
-	if errors.As(err, &le) {
-		return le
-	}
-	return &LoadError{Pos: Pos{File: file}, Msg: cleanPathErr(err)}
+	p.model = proj
 }
 
 func orDot(s string) string {
@@ -663,7 +629,7 @@ var (
 
 // locate turns a compose-go load error into located errors. An error about a value written
 // with unset variables names them: the value compose-go refused is not what is written.
-func (p *Project) locate(err error) []*LoadError {
+func (p *project) locate(err error) []*LoadError {
 	errs := p.locateErr(err)
 	for _, e := range errs {
 		if vars := p.unsetAt(e.Pos); len(vars) > 0 {
@@ -674,7 +640,7 @@ func (p *Project) locate(err error) []*LoadError {
 }
 
 // unsetAt lists the unset variables the value at pos (a key or a list item) is written with.
-func (p *Project) unsetAt(pos Pos) []string {
+func (p *project) unsetAt(pos Pos) []string {
 	var vars []string
 	if n := p.Index.nodeAt(pos); n != nil {
 		scalars(n, "", func(_ string, v *yaml.Node) { vars = append(vars, p.env.varsIn(v.Value)...) })
@@ -682,7 +648,7 @@ func (p *Project) unsetAt(pos Pos) []string {
 	return uniq(vars)
 }
 
-func (p *Project) locateErr(err error) []*LoadError {
+func (p *project) locateErr(err error) []*LoadError {
 	msg := cleanErr(err)
 	main := Pos{File: p.Files[0]}
 	if m := parseErr.FindStringSubmatch(msg); m != nil {
@@ -742,13 +708,12 @@ func cleanErr(err error) string {
 	return strings.Join(slices.DeleteFunc(lines, func(s string) bool { return s == "" }), " ")
 }
 
-func cleanPathErr(err error) string {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		if errors.Is(err, fs.ErrNotExist) {
-			return "no such file or folder"
+// hasComposeFile reports a compose file directly in dir.
+func hasComposeFile(dir string) bool {
+	for _, n := range DefaultFileNames {
+		if st, err := os.Stat(filepath.Join(dir, n)); err == nil && !st.IsDir() {
+			return true
 		}
-		return pe.Err.Error()
 	}
-	return err.Error()
+	return false
 }

@@ -60,7 +60,7 @@ func TestBadInput(t *testing.T) {
 			if len(projects) != 2 {
 				t.Fatalf("%d projects", len(projects))
 			}
-			if projects[1].Compose == nil || len(projects[1].Errors) > 0 {
+			if !projects[1].Compose || len(projects[1].Errors) > 0 {
 				t.Fatalf("the good project was not analysed: %v", projects[1].Errors)
 			}
 			errs := projects[0].Errors
@@ -82,7 +82,7 @@ func TestBadInput(t *testing.T) {
 func TestPartialFile(t *testing.T) {
 	dir := testutil.WriteFiles(t, map[string]string{"gpu.yaml": "services:\n  app:\n    shm_size: 64m\n    deploy:\n      resources:\n        reservations:\n          devices: [{driver: nvidia, count: 2, capabilities: [gpu]}]\n"})
 	p := Load(context.Background(), Options{Paths: []string{filepath.Join(dir, "gpu.yaml")}})[0]
-	if len(p.Errors) > 0 || p.Compose == nil {
+	if len(p.Errors) > 0 || !p.Compose {
 		t.Fatalf("errors: %v", p.Errors)
 	}
 	if !strings.Contains(strings.Join(p.Notes, "\n"), "neither an image nor a build context") {
@@ -219,12 +219,12 @@ func TestUnsetEverywhere(t *testing.T) {
 				}
 				continue
 			}
-			if p.Compose == nil {
+			if !p.Compose {
 				t.Errorf("%s: not loaded", where)
 				continue
 			}
-			if len(p.Compose.Services) != 2 {
-				t.Errorf("%s: %d services analysed", where, len(p.Compose.Services))
+			if len(p.Doc.(*project).model.Services) != 2 {
+				t.Errorf("%s: %d services analysed", where, len(p.Doc.(*project).model.Services))
 			}
 			if !strings.Contains(strings.Join(p.Notes, "\n"), unset) {
 				t.Errorf("%s: no note names the variable: %q", where, p.Notes)

@@ -1,6 +1,9 @@
 package analyze
 
-import "slices"
+import (
+	"path"
+	"slices"
+)
 
 // Source says where a service's /dev/shm comes from.
 type Source string
@@ -167,3 +170,19 @@ func (p *ShmPlan) DependsOn(key string) []string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// GPU vendors a plan can name.
+const (
+	VendorNVIDIA = "nvidia"
+	VendorAMD    = "amd"
+)
+
+// ShmKey is the compose key that sizes a private /dev/shm.
+const ShmKey = "shm_size"
+
+func isShm(target string) bool {
+	return target != "" && path.Clean(target) == "/dev/shm"
+}
+
+// IntentKey is the service extension where a service declares what it needs.
+const IntentKey = "x-shmdoctor"

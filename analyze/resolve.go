@@ -10,21 +10,18 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// ShmKey is the compose key that sizes a private /dev/shm.
-const ShmKey = "shm_size"
-
 // Resolve derives one ShmPlan per service of a loaded project, sorted by service name.
 // need, when set, is the need of every service (--need), and from names who set it. Located errors in the doctor's own
 // inputs (x-shmdoctor, ipc chains) are added to p.Errors; the plans are still made.
-func Resolve(p *Project, need *int64, from string) {
-	names := make([]string, 0, len(p.Compose.Services))
-	for n := range p.Compose.Services {
+func resolve(p *project, need *int64, from string) {
+	names := make([]string, 0, len(p.model.Services))
+	for n := range p.model.Services {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	byName := map[string]*ShmPlan{}
 	for _, n := range names {
-		s := p.Compose.Services[n]
+		s := p.model.Services[n]
 		plan := p.plan(&s)
 		if need != nil {
 			plan.Need, plan.NeedFrom = ptr(*need), from
@@ -38,7 +35,7 @@ func Resolve(p *Project, need *int64, from string) {
 }
 
 // plan derives what a service's own keys say; joins are settled afterwards.
-func (p *Project) plan(s *types.ServiceConfig) *ShmPlan {
+func (p *project) plan(s *types.ServiceConfig) *ShmPlan {
 	plan := &ShmPlan{Service: s.Name, IPC: s.Ipc}
 	if _, ok := p.value(plan, ShmKey); ok {
 		plan.Configured = ptr(int64(s.ShmSize))
@@ -112,7 +109,7 @@ func (p *Project) plan(s *types.ServiceConfig) *ShmPlan {
 }
 
 // engine is the project's engine, Docker unless Load was told otherwise.
-func (p *Project) engine() Engine {
+func (p *project) engine() Engine {
 	if p.Engine.Name == "" {
 		return Docker
 	}
@@ -120,7 +117,7 @@ func (p *Project) engine() Engine {
 }
 
 // join follows ipc: service: chains to the service that owns the namespace.
-func (p *Project) join(plan *ShmPlan, byName map[string]*ShmPlan) {
+func (p *project) join(plan *ShmPlan, byName map[string]*ShmPlan) {
 	if plan.Source != SourceService || plan.Mount != nil {
 		return
 	}
@@ -129,7 +126,7 @@ func (p *Project) join(plan *ShmPlan, byName map[string]*ShmPlan) {
 	for cur.Source == SourceService && (cur == plan || cur.Mount == nil) {
 		donor, ok := byName[cur.Donor]
 		if !ok {
-			if _, disabled := p.Compose.DisabledServices[cur.Donor]; disabled {
+			if _, disabled := p.model.DisabledServices[cur.Donor]; disabled {
 				plan.Notes = append(plan.Notes, fmt.Sprintf("ipc donor %s is not enabled by the selected profiles", cur.Donor))
 			} else {
 				p.fail(p.keyPos(cur, "ipc"), "ipc %q: no service named %s", cur.IPC, cur.Donor)
@@ -154,41 +151,9 @@ func (p *Project) join(plan *ShmPlan, byName map[string]*ShmPlan) {
 	}
 }
 
-// Owner returns the plan whose namespace a plan ends up in (itself unless it joins a service).
-func (p *Project) Owner(plan *ShmPlan) *ShmPlan {
-	if len(plan.Via) == 0 {
-		return plan
-	}
-	last := plan.Via[len(plan.Via)-1]
-	for _, q := range p.plans() {
-		if q.Service == last {
-			return q
-		}
-	}
-	return plan
-}
-
-// Plan returns the plan of a service, or nil.
-func (p *Project) Plan(service string) *ShmPlan {
-	for _, q := range p.plans() {
-		if q.Service == service {
-			return q
-		}
-	}
-	return nil
-}
-
-// plans are every plan of the project, those of an overlay's base services included.
-func (p *Project) plans() []*ShmPlan {
-	if p.all != nil {
-		return p.all
-	}
-	return p.Plans
-}
-
 // value returns the raw node of a service key in the winning file, recording the unset
 // variables it depends on.
-func (p *Project) value(plan *ShmPlan, key ...string) (*yaml.Node, bool) {
+func (p *project) value(plan *ShmPlan, key ...string) (*yaml.Node, bool) {
 	n, _, ok := p.Index.Lookup(plan.Service, key...)
 	if !ok {
 		return nil, false
@@ -202,14 +167,14 @@ func (p *Project) value(plan *ShmPlan, key ...string) (*yaml.Node, bool) {
 	return n, true
 }
 
-func (p *Project) keyPos(plan *ShmPlan, key ...string) Pos {
+func (p *project) keyPos(plan *ShmPlan, key ...string) Pos {
 	if _, pos, ok := p.Index.Lookup(plan.Service, key...); ok {
 		return pos
 	}
 	return p.Index.ServicePos(plan.Service)
 }
 
-func (p *Project) memory(plan *ShmPlan, s *types.ServiceConfig) {
+func (p *project) memory(plan *ShmPlan, s *types.ServiceConfig) {
 	limit, key := int64(s.MemLimit), []string{"mem_limit"}
 	if s.Deploy != nil && s.Deploy.Resources.Limits != nil && s.Deploy.Resources.Limits.MemoryBytes != 0 {
 		limit, key = int64(s.Deploy.Resources.Limits.MemoryBytes), []string{"deploy", "resources", "limits", "memory"}
@@ -226,7 +191,7 @@ func (p *Project) memory(plan *ShmPlan, s *types.ServiceConfig) {
 }
 
 // mountDepends reports whether the /dev/shm tmpfs size was written with an unset variable.
-func (p *Project) mountDepends(plan *ShmPlan) bool {
+func (p *project) mountDepends(plan *ShmPlan) bool {
 	n, _, ok := p.mountNode(plan)
 	if !ok {
 		return false
@@ -242,7 +207,7 @@ func (p *Project) mountDepends(plan *ShmPlan) bool {
 }
 
 // mountNode finds the tmpfs or volumes entry that puts a mount at /dev/shm.
-func (p *Project) mountNode(plan *ShmPlan) (*yaml.Node, Pos, bool) {
+func (p *project) mountNode(plan *ShmPlan) (*yaml.Node, Pos, bool) {
 	if plan.Mount == nil {
 		return nil, Pos{}, false
 	}
@@ -264,10 +229,6 @@ func shmItem(plan *ShmPlan) func(*yaml.Node) bool {
 		}
 		return false
 	}
-}
-
-func isShm(target string) bool {
-	return target != "" && path.Clean(target) == "/dev/shm"
 }
 
 // shmMount finds a user mount at /dev/shm: a tmpfs entry or a volumes entry.
@@ -319,18 +280,13 @@ func ulimit(u *types.UlimitsConfig) *Ulimit {
 	return &Ulimit{Soft: int64(u.Soft), Hard: int64(u.Hard)}
 }
 
-// GPU vendors a plan can name.
-const (
-	VendorNVIDIA = "nvidia"
-	VendorAMD    = "amd"
-)
 
 // gpus reads a service's GPU requests in any of the ways compose allows, and AMD or NVIDIA
 // device nodes mapped into the container. A count is taken as written: "all" (or several
 // device IDs, or a number above 1) is several GPUs; a request that states no count gets all
 // of the host's GPUs from the engine, but says nothing about how many there are, so it is
 // one; count: 0 requests none.
-func (p *Project) gpus(plan *ShmPlan, s *types.ServiceConfig) {
+func (p *project) gpus(plan *ShmPlan, s *types.ServiceConfig) {
 	// add counts the GPUs of a request; atLeast raises the count to what a request implies.
 	vendor := func(v string) {
 		if plan.GPUVendor != VendorNVIDIA {
@@ -398,7 +354,7 @@ func (p *Project) gpus(plan *ShmPlan, s *types.ServiceConfig) {
 
 // requested counts the GPUs of one device request: its device IDs, else its count as
 // written ("all" only when the file says so), else one.
-func (p *Project) requested(plan *ShmPlan, r types.DeviceRequest, i int, key ...string) int {
+func (p *project) requested(plan *ShmPlan, r types.DeviceRequest, i int, key ...string) int {
 	switch {
 	case len(r.IDs) > 0:
 		return len(r.IDs)

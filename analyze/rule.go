@@ -155,11 +155,16 @@ func (p *Pass) Report(f Finding) {
 
 // At is the position of a service key in the file where its winning value is written, or
 // the service's own position when the key is not written anywhere.
-func (p *Pass) At(key ...string) Pos { return p.Project.keyPos(p.Plan, key...) }
+func (p *Pass) At(key ...string) Pos {
+	if pos, ok := p.Project.Doc.KeyPos(p.Plan.Service, key...); ok {
+		return pos
+	}
+	return p.Project.Doc.ServicePos(p.Plan.Service)
+}
 
 // Has reports whether a service key is written in any of the project's files.
 func (p *Pass) Has(key ...string) bool {
-	_, _, ok := p.Project.Index.Lookup(p.Plan.Service, key...)
+	_, ok := p.Project.Doc.KeyPos(p.Plan.Service, key...)
 	return ok
 }
 
@@ -168,12 +173,12 @@ func (p *Pass) ServicePos() Pos {
 	if p.Plan.K8s != nil {
 		return p.Plan.K8s.ContainerPos
 	}
-	return p.Project.Index.ServicePos(p.Plan.Service)
+	return p.Project.Doc.ServicePos(p.Plan.Service)
 }
 
 // MountPos is the position of the entry that mounts something at /dev/shm.
 func (p *Pass) MountPos() Pos {
-	if _, pos, ok := p.Project.mountNode(p.Plan); ok {
+	if pos, ok := p.Project.Doc.MountPos(p.Plan); ok {
 		return pos
 	}
 	return p.ServicePos()
@@ -187,21 +192,12 @@ func (p *Pass) MemLimitKey() []string {
 	return []string{"mem_limit"}
 }
 
-// Check runs every static rule over every plan of a project and returns the findings in
-// file, line, rule order. Every rule runs: findings that a suppression covers are marked
-// Suppressed rather than dropped, and a suppression that matches nothing is reported as
-// an SHM090 finding.
-func Check(p *Project, cfg Config) []Finding {
-	return run(p, cfg, nil)
-}
-
-// CheckMeasurements runs the probe rules over the measurements, keyed by service, with
-// suppressions applied as Check does.
-func CheckMeasurements(p *Project, cfg Config, ms map[string]*Measurement) []Finding {
-	return run(p, cfg, ms)
-}
-
-func run(p *Project, cfg Config, ms map[string]*Measurement) []Finding {
+// Run runs rules over every plan of a project and returns the findings in file, line, rule
+// order: the static rules when ms is nil, else the probe rules over the measurements, keyed
+// by service. Every rule runs: findings that a suppression covers are marked Suppressed
+// rather than dropped, and a suppression that matches nothing is reported under the rule
+// UnusedSuppression, when rules hold it.
+func Run(p *Project, rules []Rule, cfg Config, ms map[string]*Measurement) []Finding {
 	if cfg.Policy == "" {
 		cfg.Policy = PolicyStability
 	}
@@ -216,15 +212,15 @@ func run(p *Project, cfg Config, ms map[string]*Measurement) []Finding {
 				continue
 			}
 		}
-		for i := range Rules {
-			r := &Rules[i]
+		for i := range rules {
+			r := &rules[i]
 			if r.Probe != (ms != nil) || r.Kubernetes != (plan.K8s != nil) {
 				continue
 			}
 			r.Check(&Pass{Project: p, Plan: plan, Measurement: m, Config: cfg, rule: r, findings: &out})
 		}
 	}
-	out = suppress(p, cfg, out, ms)
+	out = suppress(p, rules, cfg, out, ms)
 	for i := range out {
 		if out[i].Suppressed != nil {
 			// The user chose to keep what the finding is about: nothing to fix.
@@ -252,22 +248,12 @@ func SortFindings(fs []Finding) {
 	})
 }
 
-// RuleByName returns the rule with that kebab name (shm-size-ignored-ipc-host), or nil.
-func RuleByName(name string) *Rule {
-	for i := range Rules {
-		if Rules[i].Name == name {
-			return &Rules[i]
-		}
-	}
-	return nil
-}
-
-// RuleByID returns the rule with that ID, or nil.
-func RuleByID(id string) *Rule {
+// FindRule returns the rule of rules with that ID, in any case, or nil.
+func FindRule(rules []Rule, id string) *Rule {
 	id = strings.ToUpper(id)
-	for i := range Rules {
-		if Rules[i].ID == id {
-			return &Rules[i]
+	for i := range rules {
+		if rules[i].ID == id {
+			return &rules[i]
 		}
 	}
 	return nil

@@ -11,49 +11,6 @@ var Rules = []Rule{
 	shm201, shm202, shm203, shm204, shm205,
 }
 
-// recommend is the shm_size to suggest for a plan: its target rounded up to a size people
-// write, never below what the profile asks.
-func recommend(p *ShmPlan) int64 {
-	n := p.Target()
-	if n <= 0 {
-		n = 1 << 30
-	}
-	return friendly(n)
-}
-
-// keepSize is the shm_size to advise where a private /dev/shm replaces one that ipc: host,
-// ipc: none or a mount decides: the shm_size written, when it is set and covers the target,
-// else the recommendation. Advice never goes below what the stack writes.
-func keepSize(p *ShmPlan) int64 {
-	if p.Configured != nil && *p.Configured > 0 && *p.Configured >= p.Target() {
-		return *p.Configured
-	}
-	return recommend(p)
-}
-
-// friendly rounds up: to a power of two MiB below 1 GiB, to whole GiB above.
-func friendly(n int64) int64 {
-	if n >= 1<<30 {
-		return (n + 1<<30 - 1) / (1 << 30) * (1 << 30)
-	}
-	f := int64(128 << 20)
-	for f < n {
-		f *= 2
-	}
-	return f
-}
-
-// why names what a recommendation rests on: the declared need or the profile's source.
-func why(p *ShmPlan) string {
-	switch {
-	case p.Need != nil:
-		return "the declared need (" + p.NeedFrom + ") is " + FormatSize(*p.Need)
-	case p.Profile != nil:
-		return p.Profile.Name + " needs at least " + FormatSize(p.Profile.MinShm) + " (" + p.Profile.Source + ")"
-	}
-	return ""
-}
-
 // memoryNote warns that a suggested size must stay below the memory limit.
 func memoryNote(p *ShmPlan, size int64) string {
 	if p.MemLimit != nil && size >= *p.MemLimit {
@@ -100,4 +57,31 @@ func writeFailure(p *Pass, outcome WriteOutcome, what string) {
 		Message:     fmt.Sprintf("%s after writing %s of %s to /dev/shm", what, FormatSize(w.WrittenBytes), FormatSize(w.TargetBytes)),
 		Remediation: fix,
 	})
+}
+
+// RuleByName returns the rule with that kebab name (shm-size-ignored-ipc-host), or nil.
+func RuleByName(name string) *Rule {
+	for i := range Rules {
+		if Rules[i].Name == name {
+			return &Rules[i]
+		}
+	}
+	return nil
+}
+
+// RuleByID returns the rule with that ID, or nil.
+func RuleByID(id string) *Rule { return FindRule(Rules, id) }
+
+// Check runs every static rule over every plan of a project and returns the findings in
+// file, line, rule order. Every rule runs: findings that a suppression covers are marked
+// Suppressed rather than dropped, and a suppression that matches nothing is reported as
+// an SHM090 finding.
+func Check(p *Project, cfg Config) []Finding {
+	return Run(p, Rules, cfg, nil)
+}
+
+// CheckMeasurements runs the probe rules over the measurements, keyed by service, with
+// suppressions applied as Check does.
+func CheckMeasurements(p *Project, cfg Config, ms map[string]*Measurement) []Finding {
+	return Run(p, Rules, cfg, ms)
 }

@@ -42,9 +42,9 @@ var shm001 = Rule{
 			Related:     []Pos{p.At("ipc")},
 		}
 		if p.Config.Policy == PolicyIsolation {
-			f.attach(p.fixPrivate())
+			f.Attach(fixPrivate(p))
 		} else {
-			f.attach(p.fixRemove("Remove shm_size, which ipc: host ignores.", ShmKey))
+			f.Attach(fixRemove(p, "Remove shm_size, which ipc: host ignores.", ShmKey))
 		}
 		p.Report(f)
 	},

@@ -25,7 +25,7 @@ var shm004 = Rule{
 			Message:     fmt.Sprintf("build.shm_size %s sizes /dev/shm of build steps only: the container gets %s", FormatSize(*plan.BuildShmSize), sizeOrUnknown(plan.Predicted)),
 			Remediation: fmt.Sprintf("Set shm_size: %s on the service itself (keep build.shm_size only if the build needs it).", ComposeSize(*plan.BuildShmSize)),
 		}
-		f.attach(p.fixMoveBuild())
+		f.Attach(fixMoveBuild(p))
 		p.Report(f)
 	},
 }

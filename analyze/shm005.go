@@ -32,7 +32,7 @@ var shm005 = Rule{
 			f.Severity = Error
 			f.Message = "ipc is none: " + workloadName(p.Plan) + " has no /dev/shm at all"
 			f.Remediation = "Remove ipc: none and set shm_size: " + ComposeSize(keepSize(p.Plan)) + "."
-			f.attach(p.fixPrivate())
+			f.Attach(fixPrivate(p))
 		}
 		if e := p.Config.Target.Engine(); e.Refuses("none") && p.Plan.Configured != nil && *p.Plan.Configured > 0 {
 			f.Severity = Error

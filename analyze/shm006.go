@@ -38,9 +38,9 @@ var shm006 = Rule{
 			Pos:         p.At("ipc"),
 			Message:     fmt.Sprintf("ipc joins service %s, whose ipc is %s: container creation fails with non-shareable IPC", donor.Service, mode),
 			Remediation: fmt.Sprintf("Set ipc: shareable on service %s.", donor.Service),
-			Related:     []Pos{p.Project.Index.ServicePos(donor.Service)},
+			Related:     []Pos{p.Project.Doc.ServicePos(donor.Service)},
 		}
-		f.attach(p.fixShareable(donor))
+		f.Attach(fixShareable(p, donor))
 		p.Report(f)
 	},
 }

@@ -39,7 +39,7 @@ var shm010 = Rule{
 			Message:     fmt.Sprintf("%s: /dev/shm is the %s default, and %s", what, FormatSize(p.Config.Target.Engine().DefaultShm), why(plan)),
 			Remediation: fmt.Sprintf("Set shm_size: %s on the service.%s", ComposeSize(size), memoryNote(plan, size)),
 		}
-		f.attach(p.fixShmSize(plan, size))
+		f.Attach(fixShmSize(p, plan, size))
 		p.Report(f)
 	},
 }

@@ -59,9 +59,9 @@ var shm011 = Rule{
 		}
 		switch {
 		case plan.Mount != nil && plan.Mount.Type == SourceTmpfs:
-			f.attach(p.fixTmpfsSize(size))
+			f.Attach(fixTmpfsSize(p, size))
 		case plan.Mount == nil:
-			f.attach(p.fixShmSize(p.Project.Owner(plan), size))
+			f.Attach(fixShmSize(p, p.Project.Owner(plan), size))
 		}
 		p.Report(f)
 	},

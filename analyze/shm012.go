@@ -41,7 +41,3 @@ var shm012 = Rule{
 		})
 	},
 }
-
-// exceedsLimit is SHM012's condition: a /dev/shm of size bytes at or above the memory limit.
-// watch applies it to the sizes it recommends.
-func exceedsLimit(size, limit int64) bool { return size > 0 && size >= limit }

@@ -29,7 +29,7 @@ var shm013 = Rule{
 			Message:     "tmpfs at /dev/shm has no size: it is bounded only by half the host's memory",
 			Remediation: fix + memoryNote(p.Plan, size),
 		}
-		f.attach(p.fixTmpfsSize(size))
+		f.Attach(fixTmpfsSize(p, size))
 		p.Report(f)
 	},
 }

@@ -28,7 +28,7 @@ var shm020 = Rule{
 		if p.Config.Policy == PolicyIsolation {
 			f.Severity = Warning
 			f.Remediation = "Replace ipc: host with shm_size: " + ComposeSize(size) + "." + memoryNote(p.Plan, size)
-			f.attach(p.fixPrivate())
+			f.Attach(fixPrivate(p))
 		}
 		p.Report(f)
 	},

@@ -36,14 +36,14 @@ var shm030 = Rule{
 			return
 		}
 		var missing []string
-		var entries []entry
+		var entries []KeyValue
 		if plan.Memlock == nil || plan.Memlock.Soft != -1 {
 			missing = append(missing, "memlock: -1")
-			entries = append(entries, entry{key: "memlock", value: "-1"})
+			entries = append(entries, KeyValue{Key: "memlock", Value: "-1"})
 		}
 		if plan.Stack == nil || plan.Stack.Soft != -1 && plan.Stack.Soft < recommendedStack {
 			missing = append(missing, "stack: 67108864")
-			entries = append(entries, entry{key: "stack", value: strconv.FormatInt(recommendedStack, 10)})
+			entries = append(entries, KeyValue{Key: "stack", Value: strconv.FormatInt(recommendedStack, 10)})
 		}
 		if len(missing) == 0 {
 			return
@@ -52,7 +52,7 @@ var shm030 = Rule{
 			Message:     "gpu service without the ulimits nvidia recommends: " + strings.Join(missing, ", "),
 			Remediation: "Add ulimits: {" + strings.Join(missing, ", ") + "} to the service.",
 		}
-		f.attach(p.fixUlimits(entries))
+		f.Attach(fixUlimits(p, entries))
 		p.Report(f)
 	},
 }

@@ -30,7 +30,7 @@ var shm101 = Rule{
 			Remediation: fmt.Sprintf("Mount a memory-backed emptyDir at /dev/shm in the pod spec:%s%s",
 				shmVolumeSnippet(plan, size), k8sMemoryNote(plan, size)),
 		}
-		f.attach(p.fixK8sVolume(size))
+		f.Attach(fixK8sVolume(p, size))
 		p.Report(f)
 	},
 }

@@ -36,7 +36,7 @@ var shm102 = Rule{
 			Remediation: fmt.Sprintf("Set medium: Memory on the emptyDir, with a sizeLimit:%s%s",
 				emptyDirSnippet(plan, size), k8sMemoryNote(plan, size)),
 		}
-		f.attach(p.fixK8sEmptyDir(size))
+		f.Attach(fixK8sEmptyDir(p, size))
 		p.Report(f)
 	},
 }

@@ -35,7 +35,7 @@ var shm103 = Rule{
 			Remediation: fmt.Sprintf("Add a sizeLimit to the emptyDir:%s%s",
 				emptyDirSnippet(plan, size), k8sMemoryNote(plan, size)),
 		}
-		f.attach(p.fixK8sEmptyDir(size))
+		f.Attach(fixK8sEmptyDir(p, size))
 		p.Report(f)
 	},
 }

@@ -29,7 +29,7 @@ var shm111 = Rule{
 			Remediation: fmt.Sprintf("Raise sizeLimit to %s:%s%s", K8sSize(size),
 				emptyDirSnippet(plan, size), k8sMemoryNote(plan, size)),
 		}
-		f.attach(p.fixK8sEmptyDir(size))
+		f.Attach(fixK8sEmptyDir(p, size))
 		p.Report(f)
 	},
 }

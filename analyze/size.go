@@ -2,6 +2,8 @@ package analyze
 
 import (
 	"fmt"
+	"math"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -77,6 +79,47 @@ func ComposeSize(n int64) string {
 		return fmt.Sprintf("%dm", n>>20)
 	case n > 0 && n%(1<<10) == 0:
 		return fmt.Sprintf("%dk", n>>10)
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+var quantity = regexp.MustCompile(`^([+-]?[0-9.]+)(?:([eE][+-]?[0-9]+)|(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E))?$`)
+
+// ParseQuantity parses a Kubernetes resource quantity as bytes: "512Mi", "2Gi", "1G",
+// "1.5Gi", "129e6", "1073741824". Fractions of a byte round up, as the API server does.
+func ParseQuantity(s string) (int64, error) {
+	m := quantity.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return 0, fmt.Errorf("invalid quantity %q: use a number with an optional suffix such as 512Mi or 2Gi", s)
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("invalid quantity %q: use a positive number with an optional suffix such as 512Mi or 2Gi", s)
+	}
+	if m[2] != "" {
+		e, _ := strconv.Atoi(m[2][1:])
+		v *= math.Pow10(e)
+	}
+	mult := map[string]float64{
+		"": 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
+		"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "Pi": 1 << 50, "Ei": 1 << 60,
+	}[m[3]]
+	v = math.Ceil(v * mult)
+	if v > math.MaxInt64/2 {
+		return 0, fmt.Errorf("invalid quantity %q: too large", s)
+	}
+	return int64(v), nil
+}
+
+// K8sSize prints bytes as a Kubernetes quantity: "2Gi", "512Mi", or plain bytes.
+func K8sSize(n int64) string {
+	switch {
+	case n > 0 && n%(1<<30) == 0:
+		return fmt.Sprintf("%dGi", n>>30)
+	case n > 0 && n%(1<<20) == 0:
+		return fmt.Sprintf("%dMi", n>>20)
+	case n > 0 && n%(1<<10) == 0:
+		return fmt.Sprintf("%dKi", n>>10)
 	}
 	return strconv.FormatInt(n, 10)
 }

@@ -267,15 +267,15 @@ func Recommend(p *Project, service string, peak int64, current, observedLimit *i
 	r.ShmSize = ComposeSize(r.RecommendedBytes)
 	r.Change = current == nil || *current != r.RecommendedBytes
 	r.MemLimitKey = "mem_limit"
-	if p != nil && plan != nil && p.Index != nil {
-		if _, _, ok := p.Index.Lookup(service, "deploy", "resources", "limits", "memory"); ok {
+	if p != nil && plan != nil && p.Doc != nil {
+		if _, ok := p.Doc.KeyPos(service, "deploy", "resources", "limits", "memory"); ok {
 			r.MemLimitKey = "deploy.resources.limits.memory"
 		}
 	}
 	r.Fits, r.Verdict = memoryVerdict(r.RecommendedBytes, r.MemLimitBytes, r.MemLimitKey)
 	r.Key = ShmKey
-	if plan != nil && p.Index != nil {
-		r.locate(p, plan)
+	if plan != nil && p.Doc != nil {
+		r.locate(p.Doc, plan)
 	}
 	if r.Snippet == "" {
 		r.Snippet = fmt.Sprintf("services:\n  %s:\n    shm_size: %s\n", service, r.ShmSize)
@@ -316,15 +316,15 @@ func memoryVerdict(size int64, limit *int64, key string) (bool, string) {
 }
 
 // locate finds where the size is or would be written, and the text to write there.
-func (r *ShmRecommendation) locate(p *Project, plan *ShmPlan) {
+func (r *ShmRecommendation) locate(doc Document, plan *ShmPlan) {
 	svc := "services:\n  " + plan.Service + ":\n"
 	switch {
 	case plan.Mount != nil && plan.Mount.Type == SourceTmpfs:
 		r.Key = plan.Mount.Entry
-		if _, pos, ok := p.mountNode(plan); ok {
+		if pos, ok := doc.MountPos(plan); ok {
 			r.Pos, r.Set = pos, true
 		} else {
-			r.Pos = p.Index.ServicePos(plan.Service)
+			r.Pos = doc.ServicePos(plan.Service)
 		}
 		if plan.Mount.Entry == "tmpfs" {
 			r.Snippet = svc + "    tmpfs:\n      - /dev/shm:size=" + ComposeSize(r.RecommendedBytes) + "\n"
@@ -338,9 +338,9 @@ func (r *ShmRecommendation) locate(p *Project, plan *ShmPlan) {
 	case plan.Source == SourceHost:
 		r.Note = "ipc: host shares the host's /dev/shm and ignores shm_size; replace ipc: host with shm_size to give the service a /dev/shm of its own"
 	}
-	r.Pos, r.Set = p.keyPos(plan, ShmKey), false
-	if _, _, ok := p.Index.Lookup(plan.Service, ShmKey); ok {
-		r.Set = true
+	r.Pos, r.Set = doc.KeyPos(plan.Service, ShmKey)
+	if !r.Set {
+		r.Pos = doc.ServicePos(plan.Service)
 	}
 }
 

@@ -61,7 +61,7 @@ func TestRecommend(t *testing.T) {
 	dir := testutil.WriteFiles(t, map[string]string{"compose.yaml": recommendStack})
 	t.Chdir(dir)
 	ps := Load(context.Background(), Options{})
-	if len(ps) != 1 || ps[0].Compose == nil {
+	if len(ps) != 1 || !ps[0].Compose {
 		t.Fatalf("loading: %+v", ps[0].Errors)
 	}
 	p := ps[0]
@@ -142,7 +142,7 @@ func TestSummarizeServices(t *testing.T) {
 func TestRecommendKeepsUnseenPeaks(t *testing.T) {
 	dir := testutil.WriteFiles(t, map[string]string{"compose.yaml": "services:\n  app:\n    image: app\n    shm_size: 256m\n  capped:\n    image: app\n    shm_size: 256m\n    mem_limit: 256m\n"})
 	p := Load(context.Background(), Options{Paths: []string{dir}})[0]
-	if p.Compose == nil {
+	if !p.Compose {
 		t.Fatalf("loading: %v", p.Errors)
 	}
 	const mib = int64(1 << 20)

@@ -47,27 +47,6 @@ func newSource(path, name string, b []byte) *source {
 	return s
 }
 
-// source returns the line table of an indexed file.
-func (ix *Index) source(path string) (*source, error) {
-	if s, ok := ix.lines[path]; ok {
-		return s, nil
-	}
-	b, ok := ix.src[path]
-	if !ok {
-		return nil, fmt.Errorf("%s was not read", ix.display(path))
-	}
-	s := newSource(path, ix.display(path), b)
-	if s.odd {
-		return nil, fmt.Errorf("%s breaks lines with lone carriage returns: edit it by hand", s.name)
-	}
-	s.markInside(ix.docs[path])
-	if ix.lines == nil {
-		ix.lines = map[string]*source{}
-	}
-	ix.lines[path] = s
-	return s, nil
-}
-
 func (s *source) count() int { return len(s.start) }
 
 // lineStart is the offset of line l; one past the last line it is the end of the file.
@@ -391,19 +370,6 @@ func layoutOf(docs []*yaml.Node) layout {
 	return l
 }
 
-// layout is the indentation of an indexed file.
-func (ix *Index) layout(file string) layout {
-	if l, ok := ix.looks[file]; ok {
-		return l
-	}
-	if ix.looks == nil {
-		ix.looks = map[string]layout{}
-	}
-	l := layoutOf(ix.docs[file])
-	ix.looks[file] = l
-	return l
-}
-
 // render writes entries as lines indented by ind.
 func (l layout) render(es []entry, ind int) []string {
 	var out []string
@@ -459,7 +425,7 @@ func (s *source) insertEntries(m *yaml.Node, l layout, es []entry) (Edit, error)
 	}
 	end := s.blockEnd(lastKey.Line, lastKey.Column-1, blockSeq(lastVal))
 	e := s.insertAt(end+1, l.render(es, first.Column-1))
-	e.slot = fmt.Sprintf("%d:%d/%s", m.Line, m.Column, es[0].key)
+	e.Slot = fmt.Sprintf("%d:%d/%s", m.Line, m.Column, es[0].key)
 	return e, nil
 }
 
@@ -527,7 +493,7 @@ func (s *source) addItem(m *yaml.Node, key string, l layout, item []entry) (Edit
 		return Edit{}, fmt.Errorf("%s at %s comes from a YAML anchor: edit it by hand", key, s.at(k))
 	}
 	e, err := s.insertItem(v, l, item)
-	e.slot = fmt.Sprintf("%d:%d/%s", v.Line, v.Column, item[0].value)
+	e.Slot = fmt.Sprintf("%d:%d/%s", v.Line, v.Column, item[0].value)
 	return e, err
 }
 

@@ -62,7 +62,7 @@ func probedReport(t *testing.T) *Report {
 	}
 	for _, p := range rep.Projects {
 		p.Measurements = ms
-		p.Findings = analyze.WithEvidence(p.Findings, analyze.CheckMeasurements(p.Project, analyze.Config{}, ms), ms)
+		p.Findings = analyze.WithEvidence(analyze.Rules, p.Findings, analyze.CheckMeasurements(p.Project, analyze.Config{}, ms), ms)
 	}
 	return rep
 }

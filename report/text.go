@@ -106,8 +106,8 @@ func textProject(w *errWriter, p *Project, pal palette, o Options) {
 		textFix(w, printable(f.Remediation, '\n'), pal, width)
 	}
 	if o.Verbose {
-		if p.Index != nil && !p.Kubernetes {
-			w.lines(wrapWords("  ", printable("read: "+strings.Join(p.Index.Files(), ", ")), width, 4, pal.Dim))
+		if p.Doc != nil && !p.Kubernetes {
+			w.lines(wrapWords("  ", printable("read: "+strings.Join(p.Doc.FilesRead(), ", ")), width, 4, pal.Dim))
 		}
 		for _, plan := range p.Plans {
 			w.lines(wrapWords("  ", printable(derivation(plan)), width, 4, pal.Dim))

@@ -290,7 +290,7 @@ func checkOrBaseline(ctx context.Context, args []string, stdin io.Reader, stdout
 func settle(rep *report.Report, static, probed map[*report.Project][]analyze.Finding) {
 	final := map[*analyze.Project][]analyze.Finding{}
 	for _, rp := range rep.Projects {
-		fs := analyze.WithEvidence(static[rp], probed[rp], rp.Measurements)
+		fs := analyze.WithEvidence(analyze.Rules, static[rp], probed[rp], rp.Measurements)
 		if v := rp.Variant; v != nil {
 			fs = v.Unrepeated(fs, final[v.Of])
 		}
@@ -307,19 +307,13 @@ func inputFiles(projects []*analyze.Project, o *analyze.Options, config string) 
 	files := slices.Concat(o.Paths, o.Files, o.EnvFiles, []string{config})
 	for _, p := range projects {
 		files = append(files, p.Files...)
-		if p.Index != nil {
-			files = append(files, p.Index.Files()...)
+		if p.Doc != nil {
+			files = append(files, p.Doc.FilesRead()...)
 		}
 		if p.Dir != "" {
 			files = append(files, filepath.Join(p.Dir, ".env"))
 		}
-		if p.Compose != nil {
-			for _, s := range p.Compose.Services {
-				for _, e := range s.EnvFiles {
-					files = append(files, e.Path)
-				}
-			}
-		}
+		files = append(files, p.EnvFiles...)
 	}
 	return files
 }

@@ -67,7 +67,7 @@ func probeAll(ctx context.Context, f *checkFlags, d *daemon, rep *report.Report,
 	// Kubernetes containers are never started here: their /dev/shm comes from the kubelet.
 	plans := map[*report.Project][]*analyze.ShmPlan{}
 	for _, rp := range rep.Projects {
-		if rp.Compose == nil {
+		if !rp.Compose {
 			continue
 		}
 		for _, plan := range rp.Plans {

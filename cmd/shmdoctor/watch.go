@@ -188,7 +188,7 @@ func watchProject(ctx context.Context, load analyze.Options) (model *analyze.Pro
 	}
 	p := projects[0]
 	switch {
-	case p.Compose != nil:
+	case p.Compose:
 		return p, p.Name, "", nil
 	case p.Kubernetes:
 		return nil, "", "", usagef("watch: %s is a Kubernetes manifest; watch follows compose projects", p.Name)
@@ -266,7 +266,7 @@ func shmSizeDiff(p *analyze.Project, r analyze.ShmRecommendation) (string, error
 	if p == nil || !r.Change || r.Key != analyze.ShmKey || r.Note != "" {
 		return "", nil
 	}
-	fix, err := analyze.SetShmSize(p, r.Service, r.RecommendedBytes)
+	fix, err := p.Doc.SetShmSize(r.Service, r.RecommendedBytes)
 	if err != nil {
 		return "", err
 	}

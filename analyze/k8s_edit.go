@@ -1,0 +1,128 @@
+package analyze
+
+import (
+	"errors"
+	"fmt"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// The manifest is its model's Document.
+
+// FilesRead lists every file read, as displayed.
+func (p *manifest) FilesRead() []string { return p.set.Files() }
+
+// Display is a file's name as reports show it.
+func (p *manifest) Display(path string) string { return p.set.display(path) }
+
+// Content is the manifest as it was loaded.
+func (p *manifest) Content(path string) ([]byte, bool) {
+	b, ok := p.set.src[path]
+	return b, ok
+}
+
+// KeyPos: a manifest has no compose keys.
+func (p *manifest) KeyPos(string, ...string) (Pos, bool) { return Pos{}, false }
+
+// ServicePos is the manifest's own position: containers are located by their K8sPlan.
+func (p *manifest) ServicePos(string) Pos { return Pos{File: p.set.display(p.abs)} }
+
+// MountPos: a container's mount is located by its K8sPlan.
+func (p *manifest) MountPos(*ShmPlan) (Pos, bool) { return Pos{}, false }
+
+// Reads reports whether file, as named or as displayed, is the manifest.
+func (p *manifest) Reads(file string) bool { return file == p.abs || file == p.set.display(p.abs) }
+
+var errNotCompose = errors.New("a Kubernetes container has no compose keys")
+
+// SetShmSize does not apply to a manifest.
+func (p *manifest) SetShmSize(string, int64) (*Fix, error) { return nil, errNotCompose }
+
+// SetKey does not apply to a manifest.
+func (p *manifest) SetKey(string, string, string) ([]Edit, error) { return nil, errNotCompose }
+
+// RemoveKey does not apply to a manifest.
+func (p *manifest) RemoveKey(string, func(string) bool, ...string) ([]Edit, error) {
+	return nil, errNotCompose
+}
+
+// Raw does not apply to a manifest.
+func (p *manifest) Raw(string, ...string) (string, bool) { return "", false }
+
+// SetUlimits does not apply to a manifest.
+func (p *manifest) SetUlimits(string, []KeyValue) ([]Edit, error) { return nil, errNotCompose }
+
+// SizeTmpfs does not apply to a manifest.
+func (p *manifest) SizeTmpfs(*ShmPlan, string) ([]Edit, error) { return nil, errNotCompose }
+
+// MountMemory mounts a new memory emptyDir of size at /dev/shm: a volumeMounts entry in
+// the container and a volumes entry in its pod spec.
+func (p *manifest) MountMemory(plan *ShmPlan, size string) ([]Edit, error) {
+	k := p.nodes[plan.K8s]
+	s, err := p.texts.source(p.abs)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range []*yaml.Node{k.container, k.spec} {
+		if a, in := p.texts.inAnchor(p.abs, n); in {
+			return nil, fmt.Errorf("the pod spec at %s is shared through the YAML anchor &%s: edit it by hand", s.at(n), a)
+		}
+	}
+	const name = "dshm"
+	for _, v := range seq(get(k.spec, "volumes")) {
+		if scalar(get(v, "name")) == name {
+			return nil, fmt.Errorf("the pod already has a volume named %s at %s: mount a memory emptyDir at /dev/shm by hand", name, s.at(v))
+		}
+	}
+	l := p.texts.layout(p.abs)
+	mount, err := s.addItem(k.container, "volumeMounts", l, []entry{{key: "name", value: name}, {key: "mountPath", value: "/dev/shm"}})
+	if err != nil {
+		return nil, err
+	}
+	volume, err := s.addItem(k.spec, "volumes", l, []entry{{key: "name", value: name}, {key: "emptyDir", below: []entry{
+		{key: "medium", value: "Memory"}, {key: "sizeLimit", value: size}}}})
+	if err != nil {
+		return nil, err
+	}
+	return []Edit{mount, volume}, nil
+}
+
+// SizeEmptyDir makes the emptyDir at /dev/shm memory-backed with a sizeLimit of size.
+func (p *manifest) SizeEmptyDir(plan *ShmPlan, size string) ([]Edit, error) {
+	k, n := plan.K8s, p.nodes[plan.K8s]
+	s, err := p.texts.source(p.abs)
+	if err != nil {
+		return nil, err
+	}
+	if a, in := p.texts.inAnchor(p.abs, n.volume); in {
+		return nil, fmt.Errorf("volume %s at %s is shared through the YAML anchor &%s: edit it by hand", k.Volume, s.at(n.volume), a)
+	}
+	key, raw, _ := findKey(n.volume, "emptyDir")
+	if key == nil || raw.Kind == yaml.AliasNode || raw.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("the emptyDir of volume %s is not a mapping of its own: edit it by hand", k.Volume)
+	}
+	var edits []Edit
+	var add []entry
+	for _, kv := range [][2]string{{"medium", "Memory"}, {"sizeLimit", size}} {
+		vk, vv, _ := findKey(raw, kv[0])
+		if vk == nil {
+			add = append(add, entry{key: kv[0], value: kv[1]})
+			continue
+		}
+		e, err := s.setScalar(vv, kv[1])
+		if err != nil {
+			return nil, err
+		}
+		if e.Old != e.New {
+			edits = append(edits, e)
+		}
+	}
+	if len(add) > 0 {
+		e, err := s.addEntries(key, raw, p.texts.layout(p.abs), add)
+		if err != nil {
+			return nil, err
+		}
+		edits = append(edits, e)
+	}
+	return edits, nil
+}

@@ -1,0 +1,99 @@
+package analyze
+
+import (
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// minRedacted is the shortest value redacted wherever it appears; a shorter one ("1",
+// "host") is redacted only in an error about a value written with its variable, where it
+// cannot be mistaken for a word of the message.
+const minRedacted = 6
+
+// quoted finds the quoted strings of a message: decoders quote the value they refuse, at
+// times only a part of it (go-units quotes "ghp1SECRE" of "ghp1SECRET").
+var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+
+// Shown returns s, a text of the plan's (its ipc, a mount's source), as a report may print
+// it: the value of a variable the project's files use is written as ${NAME}. Rules read
+// the values themselves.
+func (p *ShmPlan) Shown(s string) string { return redactMsg(s, p.secrets, nil) }
+
+// shown redacts a finding's texts before it is reported.
+func (f *Finding) shown(plan *ShmPlan) {
+	f.Message, f.Remediation = plan.Shown(f.Message), plan.Shown(f.Remediation)
+}
+
+// setVar is a set variable and its value.
+type setVar struct{ name, value string }
+
+// redactMsg writes each value of set in msg as ${NAME}: a quoted string that holds a part of
+// a value of at least 3 characters, then the value wherever it appears. Values shorter than
+// minRedacted are only redacted when their variable is in only, the variables of the value the
+// message is about.
+func redactMsg(msg string, set []setVar, only []string) string {
+	for _, s := range set {
+		short := len(s.value) < minRedacted
+		if short && !slices.Contains(only, s.name) {
+			continue
+		}
+		ref := "${" + s.name + "}"
+		msg = quoted.ReplaceAllStringFunc(msg, func(q string) string {
+			u, err := strconv.Unquote(q)
+			if err != nil {
+				u = q[1 : len(q)-1]
+			}
+			if u != "" && (len(u) >= 3 || short) && (strings.Contains(s.value, u) || strings.Contains(u, s.value)) {
+				return ref
+			}
+			return q
+		})
+		if short {
+			msg = replaceWord(msg, s.value, ref)
+		} else {
+			msg = strings.ReplaceAll(msg, s.value, ref)
+		}
+	}
+	return msg
+}
+
+// replaceWord replaces old in s where it is not part of a longer word.
+func replaceWord(s, old, repl string) string {
+	word := func(b byte) bool {
+		return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, old)
+		if i < 0 {
+			break
+		}
+		end := i + len(old)
+		if (i > 0 && word(s[i-1])) || (end < len(s) && word(s[end])) {
+			b.WriteString(s[:end])
+		} else {
+			b.WriteString(s[:i] + repl)
+		}
+		s = s[end:]
+	}
+	return b.String() + s
+}
+
+func mentionsAny(msg string, names []string) bool {
+	for _, n := range names {
+		if strings.Contains(msg, n) {
+			return true
+		}
+	}
+	return false
+}
+
+func vars(names []string) string {
+	refs := make([]string, len(names))
+	for i, n := range names {
+		refs[i] = "${" + n + "}"
+	}
+	return strings.Join(refs, ", ")
+}
