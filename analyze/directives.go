@@ -8,7 +8,7 @@ import (
 // suppression would otherwise silence nothing, or the wrong rule.
 func (p *project) directiveErrors() {
 	ix := p.Index
-	for _, file := range ix.files() {
+	for _, file := range ix.sorted() {
 		for _, d := range ix.directives[file] {
 			if d.err != nil {
 				p.fail(Pos{File: ix.display(file), Line: d.line, Column: d.col}, "%s: %v", IgnoreDirective, d.err)
@@ -22,7 +22,7 @@ func (p *project) directiveErrors() {
 // whole service, one on or above any other line covers the findings on that line.
 func (p *project) resolveDirectives() {
 	ix := p.Index
-	for _, file := range ix.files() {
+	for _, file := range ix.sorted() {
 		for _, d := range ix.directives[file] {
 			if d.err != nil {
 				continue

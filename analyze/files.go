@@ -52,8 +52,8 @@ func (ix *Set) pos(file string, n *yaml.Node) Pos {
 	return Pos{File: ix.display(file), Line: n.Line, Column: n.Column}
 }
 
-// files lists the files in a stable order.
-func (ix *Set) files() []string {
+// sorted lists the files by name, a stable order.
+func (ix *Set) sorted() []string {
 	out := make([]string, 0, len(ix.docs))
 	for f := range ix.docs {
 		out = append(out, f)

@@ -280,7 +280,6 @@ func ulimit(u *types.UlimitsConfig) *Ulimit {
 	return &Ulimit{Soft: int64(u.Soft), Hard: int64(u.Hard)}
 }
 
-
 // gpus reads a service's GPU requests in any of the ways compose allows, and AMD or NVIDIA
 // device nodes mapped into the container. A count is taken as written: "all" (or several
 // device IDs, or a number above 1) is several GPUs; a request that states no count gets all
