@@ -46,8 +46,8 @@ faults: build
 
 # A short run of every fuzz target; go test -fuzz takes one target per run.
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./analyze
-	$(GO) test -run '^$$' -fuzz '^FuzzResolve$$' -fuzztime $(FUZZTIME) ./analyze
+	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./analyze/compose
+	$(GO) test -run '^$$' -fuzz '^FuzzResolve$$' -fuzztime $(FUZZTIME) ./analyze/compose
 
 # The truth lab: builds its Debian images where missing (mmdebstrap, docker import), runs the
 # real workloads of testdata/lab against the engine, prints the agreement table and writes
@@ -57,7 +57,7 @@ lab:
 
 # docs/rules/*.md are generated from the rule registry; TestRuleDocs fails when they are stale.
 docs:
-	$(GO) test -count=1 -run '^TestRuleDocs$$' ./analyze -update-docs
+	$(GO) test -count=1 -run '^TestRuleDocs$$' ./analyze/rules -update-docs
 
 # Static analysis against docker compose config, then the probe against docker run and dd.
 bench:

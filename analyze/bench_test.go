@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/analyze/compose"
+	"github.com/shmdoctor/shmdoctor/analyze/rules"
 	"github.com/shmdoctor/shmdoctor/internal/largegen"
 )
 
@@ -37,9 +39,9 @@ func BenchmarkServices(b *testing.B) {
 
 func benchProject(b *testing.B, dir string) {
 	ctx := context.Background()
-	opts := analyze.Options{Paths: []string{dir}}
+	opts := compose.Options{Paths: []string{dir}}
 	services := 0
-	for _, p := range analyze.Load(ctx, opts) {
+	for _, p := range compose.Load(ctx, opts) {
 		if len(p.Errors) > 0 {
 			b.Fatalf("loading %s: %v", dir, p.Errors[0])
 		}
@@ -52,8 +54,8 @@ func benchProject(b *testing.B, dir string) {
 	findings := 0
 	for b.Loop() {
 		findings = 0
-		for _, p := range analyze.Load(ctx, opts) {
-			findings += len(analyze.Check(p, analyze.Config{}))
+		for _, p := range compose.Load(ctx, opts) {
+			findings += len(rules.Check(p, analyze.Config{}))
 		}
 	}
 	if findings == 0 {
@@ -86,13 +88,13 @@ func BenchmarkLoadLarge(b *testing.B) {
 					b.Fatal(err)
 				}
 				ctx := context.Background()
-				opts := analyze.Options{Paths: []string{path}}
+				opts := compose.Options{Paths: []string{path}}
 				b.ReportAllocs()
 				b.SetBytes(int64(mib << 20))
 				refused := 0
 				for b.Loop() {
 					refused = 0
-					for _, p := range analyze.Load(ctx, opts) {
+					for _, p := range compose.Load(ctx, opts) {
 						if len(p.Errors) > 0 {
 							if !strings.Contains(p.Errors[0].Msg, "refusing the file") {
 								b.Fatalf("loading %s: %v", path, p.Errors[0])
@@ -100,7 +102,7 @@ func BenchmarkLoadLarge(b *testing.B) {
 							refused = 1
 							continue
 						}
-						analyze.Check(p, analyze.Config{})
+						rules.Check(p, analyze.Config{})
 					}
 				}
 				b.ReportMetric(float64(refused), "refused")

@@ -1,7 +1,10 @@
-package analyze
+package analyze_test
 
 import (
 	"context"
+	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/analyze/compose"
+	"github.com/shmdoctor/shmdoctor/analyze/rules"
 	"strings"
 	"testing"
 
@@ -16,16 +19,16 @@ func TestEngineDefaults(t *testing.T) {
 		"  db:\n    image: postgres:16\n" +
 		"  gpu:\n    image: alpine\n    ipc: host\n    shm_size: 2g\n"})
 	for _, tc := range []struct {
-		target    Target
+		target    analyze.Target
 		predicted int64
 		shm010    string
 		shm001    string
 	}{
-		{TargetCompose, 64 << 20, "/dev/shm is the 64 MiB default", "shm_size 2 GiB is ignored: ipc is host"},
-		{TargetPodman, 65536000, "/dev/shm is the 62.5 MiB default", "shm_size 2 GiB with ipc: host: podman refuses to create the container"},
+		{analyze.TargetCompose, 64 << 20, "/dev/shm is the 64 MiB default", "shm_size 2 GiB is ignored: ipc is host"},
+		{analyze.TargetPodman, 65536000, "/dev/shm is the 62.5 MiB default", "shm_size 2 GiB with ipc: host: podman refuses to create the container"},
 	} {
 		t.Run(string(tc.target), func(t *testing.T) {
-			ps := Load(context.Background(), Options{Paths: []string{dir}, Target: tc.target})
+			ps := compose.Load(context.Background(), compose.Options{Paths: []string{dir}, Target: tc.target})
 			if len(ps) != 1 || len(ps[0].Errors) > 0 {
 				t.Fatalf("loading: %d projects, errors %v", len(ps), ps[0].Errors)
 			}
@@ -34,7 +37,7 @@ func TestEngineDefaults(t *testing.T) {
 				t.Errorf("app predicted %v, want %d", got, tc.predicted)
 			}
 			msgs := map[string]string{}
-			for _, f := range Check(p, Config{Target: tc.target}) {
+			for _, f := range rules.Check(p, analyze.Config{Target: tc.target}) {
 				msgs[f.Rule] = f.Message
 			}
 			if !strings.Contains(msgs["SHM010"], tc.shm010) {

@@ -29,7 +29,7 @@ type Reproduction struct {
 
 // createErrorHas matches a measurement whose creation Docker (or Podman) refused with a
 // message holding s, in any case.
-func createErrorHas(s string) func(*Measurement) bool {
+func CreateErrorHas(s string) func(*Measurement) bool {
 	return func(m *Measurement) bool {
 		return m != nil && strings.Contains(strings.ToLower(m.CreateError), strings.ToLower(s))
 	}

@@ -108,7 +108,7 @@ type ShmPlan struct {
 	// K8s holds what a Kubernetes container adds; nil for compose services.
 	K8s *K8sPlan
 	// secrets are the set variables of the project, which Shown hides.
-	secrets []setVar
+	Secrets []SetVar
 }
 
 // Mount is a mount at /dev/shm.
@@ -169,7 +169,7 @@ func (p *ShmPlan) DependsOn(key string) []string {
 	return nil
 }
 
-func ptr[T any](v T) *T { return &v }
+func Ptr[T any](v T) *T { return &v }
 
 // GPU vendors a plan can name.
 const (
@@ -180,7 +180,7 @@ const (
 // ShmKey is the compose key that sizes a private /dev/shm.
 const ShmKey = "shm_size"
 
-func isShm(target string) bool {
+func IsShm(target string) bool {
 	return target != "" && path.Clean(target) == "/dev/shm"
 }
 

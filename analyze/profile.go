@@ -287,7 +287,7 @@ func ProfileByID(id string) *Profile {
 // processes ("multi-gpu"), or DataLoader workers on a GPU ("pytorch"). A GPU alone is no
 // evidence: the result is nil.
 func DetectProfile(s Signals) *Profile {
-	img := parseProfileImage(s.Image)
+	img := ParseProfileImage(s.Image)
 	words := profileCommandWords(s.Command)
 	for _, p := range profiles {
 		if p.matchesImage(img) || p.matchesCommand(words) {
@@ -350,7 +350,7 @@ func flagValue(words, flags []string) int {
 }
 
 func (p *Profile) matchesImage(img profileImage) bool {
-	if img.path == "" {
+	if img.Path == "" {
 		return false
 	}
 	for _, pattern := range p.images {
@@ -388,14 +388,14 @@ func profileWordsMatch(want, words []string) bool {
 // profileImage is an image reference reduced to what identifies the software in it.
 type profileImage struct {
 	host string // registry host as written, "" when the reference names none
-	path string // repository path below the host, without Docker Hub's "library/"
+	Path string // repository path below the host, without Docker Hub's "library/"
 }
 
 // profileVarDefault finds compose "${VAR:-default}" and "${VAR-default}" so the default can
 // stand in for the variable: "${REGISTRY:-docker.io}/postgres:${PG:-16}" is still postgres.
 var profileVarDefault = regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*:?-([^}]*)\}`)
 
-func parseProfileImage(ref string) profileImage {
+func ParseProfileImage(ref string) profileImage {
 	ref = strings.ToLower(profileVarDefault.ReplaceAllString(strings.TrimSpace(ref), "${1}"))
 	if at := strings.IndexByte(ref, '@'); at >= 0 {
 		ref = ref[:at]
@@ -414,7 +414,7 @@ func parseProfileImage(ref string) profileImage {
 	if len(segs) > 1 && segs[0] == "library" {
 		segs = segs[1:]
 	}
-	img.path = strings.Join(segs, "/")
+	img.Path = strings.Join(segs, "/")
 	return img
 }
 
@@ -427,10 +427,10 @@ func profileRegistryHost(seg string) bool {
 func (img profileImage) matches(pattern string) bool {
 	want := strings.Split(pattern, "/")
 	if profileRegistryHost(want[0]) {
-		have := append([]string{img.host}, strings.Split(img.path, "/")...)
+		have := append([]string{img.host}, strings.Split(img.Path, "/")...)
 		return len(have) >= len(want) && profileSegmentsMatch(want, have[:len(want)])
 	}
-	have := strings.Split(img.path, "/")
+	have := strings.Split(img.Path, "/")
 	return len(have) >= len(want) && profileSegmentsMatch(want, have[len(have)-len(want):])
 }
 

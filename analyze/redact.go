@@ -19,7 +19,7 @@ var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
 // Shown returns s, a text of the plan's (its ipc, a mount's source), as a report may print
 // it: the value of a variable the project's files use is written as ${NAME}. Rules read
 // the values themselves.
-func (p *ShmPlan) Shown(s string) string { return redactMsg(s, p.secrets, nil) }
+func (p *ShmPlan) Shown(s string) string { return RedactMsg(s, p.Secrets, nil) }
 
 // shown redacts a finding's texts before it is reported.
 func (f *Finding) shown(plan *ShmPlan) {
@@ -27,33 +27,33 @@ func (f *Finding) shown(plan *ShmPlan) {
 }
 
 // setVar is a set variable and its value.
-type setVar struct{ name, value string }
+type SetVar struct{ Name, Value string }
 
 // redactMsg writes each value of set in msg as ${NAME}: a quoted string that holds a part of
 // a value of at least 3 characters, then the value wherever it appears. Values shorter than
 // minRedacted are only redacted when their variable is in only, the variables of the value the
 // message is about.
-func redactMsg(msg string, set []setVar, only []string) string {
+func RedactMsg(msg string, set []SetVar, only []string) string {
 	for _, s := range set {
-		short := len(s.value) < minRedacted
-		if short && !slices.Contains(only, s.name) {
+		short := len(s.Value) < minRedacted
+		if short && !slices.Contains(only, s.Name) {
 			continue
 		}
-		ref := "${" + s.name + "}"
+		ref := "${" + s.Name + "}"
 		msg = quoted.ReplaceAllStringFunc(msg, func(q string) string {
 			u, err := strconv.Unquote(q)
 			if err != nil {
 				u = q[1 : len(q)-1]
 			}
-			if u != "" && (len(u) >= 3 || short) && (strings.Contains(s.value, u) || strings.Contains(u, s.value)) {
+			if u != "" && (len(u) >= 3 || short) && (strings.Contains(s.Value, u) || strings.Contains(u, s.Value)) {
 				return ref
 			}
 			return q
 		})
 		if short {
-			msg = replaceWord(msg, s.value, ref)
+			msg = replaceWord(msg, s.Value, ref)
 		} else {
-			msg = strings.ReplaceAll(msg, s.value, ref)
+			msg = strings.ReplaceAll(msg, s.Value, ref)
 		}
 	}
 	return msg
@@ -81,7 +81,7 @@ func replaceWord(s, old, repl string) string {
 	return b.String() + s
 }
 
-func mentionsAny(msg string, names []string) bool {
+func MentionsAny(msg string, names []string) bool {
 	for _, n := range names {
 		if strings.Contains(msg, n) {
 			return true
@@ -90,7 +90,7 @@ func mentionsAny(msg string, names []string) bool {
 	return false
 }
 
-func vars(names []string) string {
+func Vars(names []string) string {
 	refs := make([]string, len(names))
 	for i, n := range names {
 		refs[i] = "${" + n + "}"

@@ -26,7 +26,7 @@ func ParseSize(s string) (int64, error) {
 
 // parseTmpfsSize parses a tmpfs size= option as the kernel does: k, m, g suffixes are binary;
 // a percentage of RAM depends on the host and gives ok=false.
-func parseTmpfsSize(s string) (n int64, ok bool) {
+func ParseTmpfsSize(s string) (n int64, ok bool) {
 	s = strings.TrimSpace(strings.ToLower(s))
 	if s == "" || strings.HasSuffix(s, "%") {
 		return 0, false

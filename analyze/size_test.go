@@ -25,17 +25,17 @@ func TestSizes(t *testing.T) {
 		}
 	}
 	for in, want := range map[string]int64{"256m": 256 * mib, "1G": gib, "65536k": 64 * mib, "1024": 1024} {
-		if got, ok := parseTmpfsSize(in); !ok || got != want {
+		if got, ok := ParseTmpfsSize(in); !ok || got != want {
 			t.Errorf("parseTmpfsSize(%q) = %d, %v", in, got, ok)
 		}
 	}
 	for _, in := range []string{"50%", "", "x"} {
-		if _, ok := parseTmpfsSize(in); ok {
+		if _, ok := ParseTmpfsSize(in); ok {
 			t.Errorf("parseTmpfsSize(%q): want not ok", in)
 		}
 	}
 	for n, want := range map[int64]int64{1: 128 * mib, 200 * mib: 256 * mib, gib: gib, 2*gib + 1: 3 * gib} {
-		if got := friendly(n); got != want {
+		if got := Friendly(n); got != want {
 			t.Errorf("friendly(%d) = %d, want %d", n, got, want)
 		}
 	}

@@ -2,26 +2,26 @@ package analyze
 
 // recommend is the shm_size to suggest for a plan: its target rounded up to a size people
 // write, never below what the profile asks.
-func recommend(p *ShmPlan) int64 {
+func RecommendedSize(p *ShmPlan) int64 {
 	n := p.Target()
 	if n <= 0 {
 		n = 1 << 30
 	}
-	return friendly(n)
+	return Friendly(n)
 }
 
 // keepSize is the shm_size to advise where a private /dev/shm replaces one that ipc: host,
 // ipc: none or a mount decides: the shm_size written, when it is set and covers the target,
 // else the recommendation. Advice never goes below what the stack writes.
-func keepSize(p *ShmPlan) int64 {
+func KeepSize(p *ShmPlan) int64 {
 	if p.Configured != nil && *p.Configured > 0 && *p.Configured >= p.Target() {
 		return *p.Configured
 	}
-	return recommend(p)
+	return RecommendedSize(p)
 }
 
 // friendly rounds up: to a power of two MiB below 1 GiB, to whole GiB above.
-func friendly(n int64) int64 {
+func Friendly(n int64) int64 {
 	if n >= 1<<30 {
 		return (n + 1<<30 - 1) / (1 << 30) * (1 << 30)
 	}
@@ -33,7 +33,7 @@ func friendly(n int64) int64 {
 }
 
 // why names what a recommendation rests on: the declared need or the profile's source.
-func why(p *ShmPlan) string {
+func Why(p *ShmPlan) string {
 	switch {
 	case p.Need != nil:
 		return "the declared need (" + p.NeedFrom + ") is " + FormatSize(*p.Need)
@@ -45,4 +45,4 @@ func why(p *ShmPlan) string {
 
 // exceedsLimit is SHM012's condition: a /dev/shm of size bytes at or above the memory limit.
 // watch applies it to the sizes it recommends.
-func exceedsLimit(size, limit int64) bool { return size > 0 && size >= limit }
+func ExceedsLimit(size, limit int64) bool { return size > 0 && size >= limit }

@@ -59,7 +59,7 @@ func (s *Suppressor) covers(f *Finding) bool {
 	case s.all:
 		return true
 	case s.glob != "":
-		return pathIgnored(s.glob, s.dir, f.File)
+		return PathIgnored(s.glob, s.dir, f.File)
 	case s.Services != nil:
 		return slices.Contains(s.Services, f.Service)
 	}
@@ -214,7 +214,7 @@ func (c Config) Suppressors() []*Suppressor {
 
 // pathIgnored reports whether a finding's file matches an ignore-paths glob, relative to
 // the config file's folder dir.
-func pathIgnored(glob, dir, file string) bool {
+func PathIgnored(glob, dir, file string) bool {
 	if file == "" || file == StdinName {
 		return false
 	}

@@ -104,7 +104,7 @@ func SummarizeServices(cs []WatchedContainer) []ServiceUsage {
 		case b == nil:
 			return a
 		case a == nil || *b > *a:
-			return ptr(*b)
+			return Ptr(*b)
 		}
 		return a
 	}
@@ -228,7 +228,7 @@ func RecommendSize(peak int64, headroom float64, floor int64) int64 {
 	if n <= DefaultShmSize {
 		return DefaultShmSize
 	}
-	return friendly(n)
+	return Friendly(n)
 }
 
 // Recommend turns a service's observed peak into a recommendation. p may be nil (a project
@@ -250,14 +250,14 @@ func Recommend(p *Project, service string, peak int64, current, observedLimit *i
 	if plan != nil {
 		if t := plan.Target(); t > 0 {
 			r.FloorBytes = t
-			r.FloorFrom = why(plan)
+			r.FloorFrom = Why(plan)
 		}
 		if plan.MemLimit != nil {
 			r.MemLimitBytes = plan.MemLimit
 		}
 	}
 	r.RecommendedBytes = RecommendSize(peak, headroom, r.FloorBytes)
-	if current != nil && r.RecommendedBytes < *current && (r.MemLimitBytes == nil || !exceedsLimit(*current, *r.MemLimitBytes)) {
+	if current != nil && r.RecommendedBytes < *current && (r.MemLimitBytes == nil || !ExceedsLimit(*current, *r.MemLimitBytes)) {
 		if why := missesPeaks(methods); why != "" {
 			r.NoReduction = fmt.Sprintf("no reduction advised: the peak read gives %s, but %s, and a smaller /dev/shm would bring back the crash such a spike causes; watch with --method agent, which keeps peaks, to size it down",
 				ComposeSize(r.RecommendedBytes), why)
@@ -308,7 +308,7 @@ func memoryVerdict(size int64, limit *int64, key string) (bool, string) {
 	switch {
 	case limit == nil:
 		return true, "no memory limit: /dev/shm pages count against the host's memory"
-	case exceedsLimit(size, *limit):
+	case ExceedsLimit(size, *limit):
 		return false, fmt.Sprintf("the memory limit %s (%s) cannot hold /dev/shm of %s: the container is OOM-killed before /dev/shm fills; raise %s above %s plus what the processes need",
 			FormatSize(*limit), key, FormatSize(size), key, FormatSize(size))
 	}

@@ -1,7 +1,9 @@
-package analyze
+package analyze_test
 
 import (
 	"context"
+	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/analyze/compose"
 	"strings"
 	"testing"
 
@@ -29,8 +31,8 @@ func TestRecommendSize(t *testing.T) {
 		{"a floor that is no friendly size is rounded", 10 * mib, 1.5, 100 * mib, 128 * mib},
 	}
 	for _, c := range cases {
-		if got := RecommendSize(c.peak, c.headroom, c.floor); got != c.want {
-			t.Errorf("%s: RecommendSize(%s, %g, %s) = %s, want %s", c.name, FormatSize(c.peak), c.headroom, FormatSize(c.floor), FormatSize(got), FormatSize(c.want))
+		if got := analyze.RecommendSize(c.peak, c.headroom, c.floor); got != c.want {
+			t.Errorf("%s: RecommendSize(%s, %g, %s) = %s, want %s", c.name, analyze.FormatSize(c.peak), c.headroom, analyze.FormatSize(c.floor), analyze.FormatSize(got), analyze.FormatSize(c.want))
 		}
 	}
 }
@@ -60,16 +62,16 @@ const recommendStack = `services:
 func TestRecommend(t *testing.T) {
 	dir := testutil.WriteFiles(t, map[string]string{"compose.yaml": recommendStack})
 	t.Chdir(dir)
-	ps := Load(context.Background(), Options{})
+	ps := compose.Load(context.Background(), compose.Options{})
 	if len(ps) != 1 || !ps[0].Compose {
 		t.Fatalf("loading: %+v", ps[0].Errors)
 	}
 	p := ps[0]
 	const mib, gib = int64(1 << 20), int64(1 << 30)
-	agent := []WatchMethod{WatchAgent}
+	agent := []analyze.WatchMethod{analyze.WatchAgent}
 
 	// 3 GiB × 1.5 = 4.5 GiB → 5g, which the 4g memory limit cannot hold.
-	r := Recommend(p, "trainer", 3*gib, ptr(2*gib), nil, 1.5, agent)
+	r := analyze.Recommend(p, "trainer", 3*gib, analyze.Ptr(2*gib), nil, 1.5, agent)
 	if r.ShmSize != "5g" || r.Fits || r.MemLimitKey != "mem_limit" || !r.Set || r.Pos.Line != 4 || r.Pos.Column != 5 || !r.Change {
 		t.Errorf("trainer: %+v", r)
 	}
@@ -78,7 +80,7 @@ func TestRecommend(t *testing.T) {
 	}
 
 	// 10 MiB used, but PyTorch's minimum is 1 GiB; shm_size is not written: the service's line.
-	r = Recommend(p, "small", 10*mib, ptr(64*mib), nil, 1.5, agent)
+	r = analyze.Recommend(p, "small", 10*mib, analyze.Ptr(64*mib), nil, 1.5, agent)
 	if r.ShmSize != "1g" || r.FloorBytes != gib || !strings.Contains(r.FloorFrom, "PyTorch") || r.Set || r.Pos.Line != 6 || !r.Fits {
 		t.Errorf("small: %+v", r)
 	}
@@ -87,41 +89,41 @@ func TestRecommend(t *testing.T) {
 	}
 
 	// The compose limit is deploy's; the engine's observed one is not used over it.
-	r = Recommend(p, "web", 100*mib, ptr(64*mib), ptr(8*gib), 1.5, agent)
+	r = analyze.Recommend(p, "web", 100*mib, analyze.Ptr(64*mib), analyze.Ptr(8*gib), 1.5, agent)
 	if r.ShmSize != "256m" || !r.Fits || r.MemLimitKey != "deploy.resources.limits.memory" || *r.MemLimitBytes != gib || !strings.Contains(r.Verdict, "leaving 768 MiB") {
 		t.Errorf("web: %+v", r)
 	}
 
-	r = Recommend(p, "mounted", 50*mib, ptr(64*mib), nil, 1.5, agent)
+	r = analyze.Recommend(p, "mounted", 50*mib, analyze.Ptr(64*mib), nil, 1.5, agent)
 	if r.Key != "tmpfs" || !r.Set || r.Pos.Line != 17 || !strings.Contains(r.Snippet, "/dev/shm:size=128m") {
 		t.Errorf("mounted: %+v", r)
 	}
 
-	r = Recommend(p, "hostipc", 50*mib, ptr(12*gib), nil, 1.5, agent)
+	r = analyze.Recommend(p, "hostipc", 50*mib, analyze.Ptr(12*gib), nil, 1.5, agent)
 	if !strings.Contains(r.Note, "ipc: host") || r.Set {
 		t.Errorf("hostipc: %+v", r)
 	}
 
 	// A project watched by its labels alone: no floor, no position, the engine's limit.
-	r = Recommend(nil, "app", 48*mib, ptr(64*mib), ptr(96*mib), 1.5, agent)
-	if r.ShmSize != "128m" || r.Pos != (Pos{}) || r.Fits || r.FloorBytes != 0 {
+	r = analyze.Recommend(nil, "app", 48*mib, analyze.Ptr(64*mib), analyze.Ptr(96*mib), 1.5, agent)
+	if r.ShmSize != "128m" || r.Pos != (analyze.Pos{}) || r.Fits || r.FloorBytes != 0 {
 		t.Errorf("labels alone: %+v", r)
 	}
 	// Already the right size: nothing to change.
-	if r := Recommend(nil, "app", 10*mib, ptr(64*mib), nil, 1.5, agent); r.Change {
+	if r := analyze.Recommend(nil, "app", 10*mib, analyze.Ptr(64*mib), nil, 1.5, agent); r.Change {
 		t.Errorf("the default holds 15 MiB: %+v", r)
 	}
 }
 
 func TestSummarizeServices(t *testing.T) {
 	n := func(v int64) *int64 { return &v }
-	cs := []WatchedContainer{
-		{Name: "p-app-1", Service: "app", Number: 1, Running: true, Method: WatchAgent, SizeBytes: n(64), UsedBytes: n(10), PeakBytes: n(30)},
-		{Name: "p-app-2", Service: "app", Number: 2, Running: true, Method: WatchDf, SizeBytes: n(64), UsedBytes: n(20), PeakBytes: n(25)},
+	cs := []analyze.WatchedContainer{
+		{Name: "p-app-1", Service: "app", Number: 1, Running: true, Method: analyze.WatchAgent, SizeBytes: n(64), UsedBytes: n(10), PeakBytes: n(30)},
+		{Name: "p-app-2", Service: "app", Number: 2, Running: true, Method: analyze.WatchDf, SizeBytes: n(64), UsedBytes: n(20), PeakBytes: n(25)},
 		{Name: "p-app-3", Service: "app", Number: 3, Running: false, SizeBytes: n(64), PeakBytes: n(50), Error: "gone"},
 		{Name: "p-side-1", Service: "side", Running: true, SharesWith: "p-app-1", SharesService: "app", UsedBytes: n(10), PeakBytes: n(30)},
 	}
-	us := SummarizeServices(cs)
+	us := analyze.SummarizeServices(cs)
 	if len(us) != 2 {
 		t.Fatalf("%d services, want 2", len(us))
 	}
@@ -141,7 +143,7 @@ func TestSummarizeServices(t *testing.T) {
 // at or above the memory limit.
 func TestRecommendKeepsUnseenPeaks(t *testing.T) {
 	dir := testutil.WriteFiles(t, map[string]string{"compose.yaml": "services:\n  app:\n    image: app\n    shm_size: 256m\n  capped:\n    image: app\n    shm_size: 256m\n    mem_limit: 256m\n"})
-	p := Load(context.Background(), Options{Paths: []string{dir}})[0]
+	p := compose.Load(context.Background(), compose.Options{Paths: []string{dir}})[0]
 	if !p.Compose {
 		t.Fatalf("loading: %v", p.Errors)
 	}
@@ -149,21 +151,21 @@ func TestRecommendKeepsUnseenPeaks(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		service string
-		methods []WatchMethod
+		methods []analyze.WatchMethod
 		want    int64
 		held    string
 	}{
-		{"df", "app", []WatchMethod{WatchDf}, 256 * mib, "df reads /dev/shm once per --interval"},
-		{"stats", "app", []WatchMethod{WatchStats}, 256 * mib, "stats reads /dev/shm once per --interval"},
-		{"agent and df", "app", []WatchMethod{WatchAgent, WatchDf}, 256 * mib, "df reads"},
+		{"df", "app", []analyze.WatchMethod{analyze.WatchDf}, 256 * mib, "df reads /dev/shm once per --interval"},
+		{"stats", "app", []analyze.WatchMethod{analyze.WatchStats}, 256 * mib, "stats reads /dev/shm once per --interval"},
+		{"agent and df", "app", []analyze.WatchMethod{analyze.WatchAgent, analyze.WatchDf}, 256 * mib, "df reads"},
 		{"no method known", "app", nil, 256 * mib, "no reading is known"},
-		{"agent", "app", []WatchMethod{WatchAgent}, 64 * mib, ""},
-		{"at the memory limit", "capped", []WatchMethod{WatchDf}, 64 * mib, ""},
+		{"agent", "app", []analyze.WatchMethod{analyze.WatchAgent}, 64 * mib, ""},
+		{"at the memory limit", "capped", []analyze.WatchMethod{analyze.WatchDf}, 64 * mib, ""},
 	} {
-		r := Recommend(p, c.service, 0, ptr(256*mib), nil, 1.5, c.methods)
+		r := analyze.Recommend(p, c.service, 0, analyze.Ptr(256*mib), nil, 1.5, c.methods)
 		switch {
-		case r.RecommendedBytes != c.want || r.ShmSize != ComposeSize(c.want):
-			t.Errorf("%s: recommends %s, want %s", c.name, r.ShmSize, ComposeSize(c.want))
+		case r.RecommendedBytes != c.want || r.ShmSize != analyze.ComposeSize(c.want):
+			t.Errorf("%s: recommends %s, want %s", c.name, r.ShmSize, analyze.ComposeSize(c.want))
 		case c.held == "" && (r.NoReduction != "" || !r.Change):
 			t.Errorf("%s: held (%q), change %v; want the reduction", c.name, r.NoReduction, r.Change)
 		case c.held != "" && (!strings.Contains(r.NoReduction, c.held) || !strings.Contains(r.NoReduction, "the peak read gives 64m") || r.Change):
@@ -171,7 +173,7 @@ func TestRecommendKeepsUnseenPeaks(t *testing.T) {
 		}
 	}
 	// A peak that asks for more is advised whatever the method.
-	if r := Recommend(p, "app", 300*mib, ptr(256*mib), nil, 1.5, []WatchMethod{WatchDf}); r.ShmSize != "512m" || r.NoReduction != "" || !r.Change {
+	if r := analyze.Recommend(p, "app", 300*mib, analyze.Ptr(256*mib), nil, 1.5, []analyze.WatchMethod{analyze.WatchDf}); r.ShmSize != "512m" || r.NoReduction != "" || !r.Change {
 		t.Errorf("a larger peak read by df: %+v", r)
 	}
 }

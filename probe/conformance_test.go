@@ -15,8 +15,8 @@ import (
 
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/client"
-
 	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/analyze/compose"
 	"github.com/shmdoctor/shmdoctor/internal/reference"
 )
 
@@ -144,7 +144,7 @@ const conformanceNonShareable = conformanceHeader + `services:
 
 // TestComposeConformance brings the fixture up with the real docker compose, reads what the
 // agent saw inside each compose container, then probes the same file with the doctor
-// (analyze.Load, then Run) and requires the same /dev/shm for every service: existence, size,
+// (compose.Load, then Run) and requires the same /dev/shm for every service: existence, size,
 // filesystem type, mount source, and the memory cgroup limit. This is the proof that the
 // doctor maps a service to a container the way docker compose does. A second stack, whose
 // donor is not shareable, must fail in both.
@@ -299,12 +299,12 @@ func (st *conformanceStack) up(ctx context.Context, t *testing.T, c *client.Clie
 // plans loads the stack the doctor's way.
 func (st *conformanceStack) plans(ctx context.Context, t *testing.T) []*analyze.ShmPlan {
 	t.Helper()
-	projects := analyze.Load(ctx, analyze.Options{Paths: []string{st.dir}})
+	projects := compose.Load(ctx, compose.Options{Paths: []string{st.dir}})
 	if len(projects) != 1 {
-		t.Fatalf("analyze.Load: %d projects, want 1", len(projects))
+		t.Fatalf("compose.Load: %d projects, want 1", len(projects))
 	}
 	for _, e := range projects[0].Errors {
-		t.Fatalf("analyze.Load: %v", e)
+		t.Fatalf("compose.Load: %v", e)
 	}
 	return projects[0].Plans
 }

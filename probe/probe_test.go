@@ -18,10 +18,11 @@ import (
 	"time"
 
 	"github.com/moby/moby/client"
-	"golang.org/x/sys/unix"
-
 	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/analyze/compose"
+	"github.com/shmdoctor/shmdoctor/analyze/rules"
 	"github.com/shmdoctor/shmdoctor/internal/testutil"
+	"golang.org/x/sys/unix"
 )
 
 // hostShm is the size of this machine's /dev/shm: the daemon runs here, so a container
@@ -309,7 +310,7 @@ func TestFillPrediction(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e testEngine) {
 		o := engineOptions(t, e)
 		dir := testutil.WriteFiles(t, map[string]string{"compose.yaml": "services:\n  plain:\n    image: alpine\n"})
-		ps := analyze.Load(context.Background(), analyze.Options{Paths: []string{dir}})
+		ps := compose.Load(context.Background(), compose.Options{Paths: []string{dir}})
 		if len(ps) != 1 || !ps[0].Loaded() {
 			t.Fatalf("loading %s: %d projects", dir, len(ps))
 		}
@@ -326,7 +327,7 @@ func TestFillPrediction(t *testing.T) {
 		if lowered := strings.Contains(w.Reason, "lowered"); lowered != (e.engine.DefaultShm < analyze.DefaultShmSize) {
 			t.Errorf("plain: reason %q: the target is lowered only where /dev/shm holds less than predicted", w.Reason)
 		}
-		for _, f := range analyze.CheckMeasurements(ps[0], analyze.Config{}, ms) {
+		for _, f := range rules.CheckMeasurements(ps[0], analyze.Config{}, ms) {
 			if f.Severity == analyze.Error {
 				t.Errorf("plain: %s %s", f.Rule, f.Message)
 			}

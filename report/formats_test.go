@@ -13,8 +13,9 @@ import (
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/analyze/compose"
+	"github.com/shmdoctor/shmdoctor/analyze/rules"
 	"github.com/shmdoctor/shmdoctor/internal/testutil"
 )
 
@@ -36,11 +37,11 @@ func demoReport(t *testing.T) *Report {
 	root := moduleRoot(t)
 	t.Chdir(root)
 	rep := &Report{Version: "v0.0.0-test"}
-	for _, p := range analyze.Load(context.Background(), analyze.Options{Paths: []string{"testdata/demo"}}) {
+	for _, p := range compose.Load(context.Background(), compose.Options{Paths: []string{"testdata/demo"}}) {
 		if len(p.Errors) > 0 {
 			t.Fatalf("loading the demo: %v", p.Errors[0].Msg)
 		}
-		rep.Projects = append(rep.Projects, &Project{Project: p, Findings: analyze.Check(p, analyze.Config{})})
+		rep.Projects = append(rep.Projects, &Project{Project: p, Findings: rules.Check(p, analyze.Config{})})
 	}
 	return rep
 }
@@ -62,7 +63,7 @@ func probedReport(t *testing.T) *Report {
 	}
 	for _, p := range rep.Projects {
 		p.Measurements = ms
-		p.Findings = analyze.WithEvidence(analyze.Rules, p.Findings, analyze.CheckMeasurements(p.Project, analyze.Config{}, ms), ms)
+		p.Findings = analyze.WithEvidence(rules.All, p.Findings, rules.CheckMeasurements(p.Project, analyze.Config{}, ms), ms)
 	}
 	return rep
 }
@@ -78,11 +79,11 @@ func suppressedReport(t *testing.T) *Report {
 	}}}
 	rep := &Report{Version: "v0.0.0-test", Config: ".shmdoctor.yaml"}
 	for _, dir := range []string{"testdata/rules/SHM090", "testdata/k8s/SHM090"} {
-		for _, p := range analyze.Load(context.Background(), analyze.Options{Paths: []string{dir}}) {
+		for _, p := range compose.Load(context.Background(), compose.Options{Paths: []string{dir}}) {
 			if len(p.Errors) > 0 {
 				t.Fatalf("loading %s: %v", dir, p.Errors[0])
 			}
-			rep.Projects = append(rep.Projects, &Project{Project: p, Findings: analyze.Check(p, cfg)})
+			rep.Projects = append(rep.Projects, &Project{Project: p, Findings: rules.Check(p, cfg)})
 		}
 	}
 	return rep
@@ -282,7 +283,7 @@ func TestSARIFContent(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := log.Runs[0]
-	if run.Tool.Driver.Name != "shmdoctor" || run.Tool.Driver.Version != "v0.0.0-test" || len(run.Tool.Driver.Rules) != len(analyze.Rules) {
+	if run.Tool.Driver.Name != "shmdoctor" || run.Tool.Driver.Version != "v0.0.0-test" || len(run.Tool.Driver.Rules) != len(rules.All) {
 		t.Fatalf("driver: %+v", run.Tool.Driver)
 	}
 	if !run.Invocations[0].ExecutionSuccessful {

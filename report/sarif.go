@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/analyze/rules"
 )
 
 const (
@@ -152,8 +153,8 @@ func SARIF(w io.Writer, r *Report, _ Options) error {
 	sarifLoc := func(p analyze.Pos) sarifLocation { return sarifLocAt(p, root) }
 	driver := sarifDriver{Name: "shmdoctor", Version: r.Version, SemanticVersion: semanticVersion(r.Version), InformationURI: toolInfoURI, Rules: []sarifRule{}}
 	index := map[string]int{}
-	for i := range analyze.Rules {
-		rule := &analyze.Rules[i]
+	for i := range rules.All {
+		rule := &rules.All[i]
 		index[rule.ID] = i
 		doc := rule.Markdown()
 		sr := sarifRule{
@@ -324,7 +325,7 @@ func (seen fingerprints) unique(fp string) string {
 // above the key, nor when a measurement varies.
 func fingerprint(f analyze.Finding) string {
 	msg := f.Message
-	if r := analyze.RuleByID(f.Rule); r != nil && r.Probe {
+	if r := rules.ByID(f.Rule); r != nil && r.Probe {
 		// A measurement's message holds what was measured (how far an OOM-killed writer
 		// got), which varies from run to run; a probe rule reports once per service.
 		msg = ""

@@ -10,8 +10,9 @@ import (
 	"testing"
 
 	"charm.land/lipgloss/v2"
-
 	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/analyze/compose"
+	"github.com/shmdoctor/shmdoctor/analyze/rules"
 )
 
 // TestTextOneBlockPerService loads a service whose findings come from three files (the
@@ -21,11 +22,11 @@ import (
 func TestTextOneBlockPerService(t *testing.T) {
 	t.Chdir(moduleRoot(t))
 	rep := &Report{}
-	for _, p := range analyze.Load(context.Background(), analyze.Options{Paths: []string{"testdata/report/split"}}) {
+	for _, p := range compose.Load(context.Background(), compose.Options{Paths: []string{"testdata/report/split"}}) {
 		if len(p.Errors) > 0 {
 			t.Fatalf("loading: %v", p.Errors[0])
 		}
-		rep.Projects = append(rep.Projects, &Project{Project: p, Findings: analyze.Check(p, analyze.Config{})})
+		rep.Projects = append(rep.Projects, &Project{Project: p, Findings: rules.Check(p, analyze.Config{})})
 	}
 	var out bytes.Buffer
 	if err := Text(&out, rep, Options{Width: 1000}); err != nil { // every finding, info too, on one line
@@ -81,7 +82,7 @@ func atoi(t *testing.T, b []byte) int {
 func TestTextBudgetCapped(t *testing.T) {
 	t.Chdir(moduleRoot(t))
 	rep := &Report{}
-	for _, p := range analyze.Load(context.Background(), analyze.Options{Paths: []string{"testdata/demo"}}) {
+	for _, p := range compose.Load(context.Background(), compose.Options{Paths: []string{"testdata/demo"}}) {
 		if len(p.Errors) > 0 {
 			t.Fatalf("loading: %v", p.Errors[0])
 		}
@@ -89,7 +90,7 @@ func TestTextBudgetCapped(t *testing.T) {
 		reason := "target 2 GiB capped at 96 MiB by the run's memory budget (96 MiB: set by the caller)"
 		ms := map[string]*analyze.Measurement{"trainer": {Exists: true, MeasuredBytes: &size, FreeBytes: &size,
 			Write: &analyze.Write{Mode: "write", TargetBytes: 96 << 20, WrittenBytes: 96 << 20, Outcome: analyze.WriteOK, GBps: 1, Reason: reason, BudgetCapped: true}}}
-		rep.Projects = append(rep.Projects, &Project{Project: p, Measurements: ms, Findings: analyze.Check(p, analyze.Config{})})
+		rep.Projects = append(rep.Projects, &Project{Project: p, Measurements: ms, Findings: rules.Check(p, analyze.Config{})})
 	}
 	var out bytes.Buffer
 	// wide enough that no line wraps: this test is about what is said

@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/spf13/pflag"
-
-	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/analyze/source"
 	"github.com/shmdoctor/shmdoctor/report"
+	"github.com/spf13/pflag"
 )
 
 // defaultBaseline is the file shmdoctor baseline writes when no --output names one.
@@ -58,7 +57,7 @@ func (f *checkFlags) baselineMode(fs *pflag.FlagSet) error {
 
 // applyBaseline suppresses the findings the baseline file holds.
 func applyBaseline(rep *report.Report, file string) error {
-	data, err := analyze.ReadInput(file)
+	data, err := source.ReadInput(file)
 	if err != nil {
 		return usagef("--baseline: %v", err)
 	}

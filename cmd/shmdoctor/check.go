@@ -12,11 +12,12 @@ import (
 	"time"
 
 	"github.com/charmbracelet/x/term"
-	"github.com/spf13/pflag"
-
 	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/analyze/compose"
+	"github.com/shmdoctor/shmdoctor/analyze/rules"
 	"github.com/shmdoctor/shmdoctor/probe"
 	"github.com/shmdoctor/shmdoctor/report"
+	"github.com/spf13/pflag"
 )
 
 const checkUsage = `shmdoctor finds /dev/shm and IPC misconfiguration in Docker Compose stacks
@@ -96,7 +97,7 @@ Flags:
 `
 
 type checkFlags struct {
-	load      analyze.Options
+	load      compose.Options
 	need      string
 	formats   []string
 	outputs   []string
@@ -207,7 +208,7 @@ func checkOrBaseline(ctx context.Context, args []string, stdin io.Reader, stdout
 	}
 
 	f.load.Target = cfg.Target
-	projects := analyze.Load(ctx, f.load)
+	projects := compose.Load(ctx, f.load)
 	if err := refuseInputs(f.outputs, append(inputFiles(projects, &f.load, conf.Path), f.baseline)); err != nil {
 		return exitUsage, err
 	}
@@ -219,7 +220,7 @@ func checkOrBaseline(ctx context.Context, args []string, stdin io.Reader, stdout
 	for _, p := range projects {
 		rp := &report.Project{Project: p}
 		if p.Loaded() {
-			static[rp] = analyze.Check(p, cfg)
+			static[rp] = rules.Check(p, cfg)
 		}
 		rep.Projects = append(rep.Projects, rp)
 	}
@@ -290,7 +291,7 @@ func checkOrBaseline(ctx context.Context, args []string, stdin io.Reader, stdout
 func settle(rep *report.Report, static, probed map[*report.Project][]analyze.Finding) {
 	final := map[*analyze.Project][]analyze.Finding{}
 	for _, rp := range rep.Projects {
-		fs := analyze.WithEvidence(analyze.Rules, static[rp], probed[rp], rp.Measurements)
+		fs := analyze.WithEvidence(rules.All, static[rp], probed[rp], rp.Measurements)
 		if v := rp.Variant; v != nil {
 			fs = v.Unrepeated(fs, final[v.Of])
 		}
@@ -303,7 +304,7 @@ func settle(rep *report.Report, static, probed map[*report.Project][]analyze.Fin
 // inputFiles lists every file the projects were read from, as far as the doctor knows them:
 // the paths and flags given, the compose files and what they include or extend, manifests,
 // env files, and the config file.
-func inputFiles(projects []*analyze.Project, o *analyze.Options, config string) []string {
+func inputFiles(projects []*analyze.Project, o *compose.Options, config string) []string {
 	files := slices.Concat(o.Paths, o.Files, o.EnvFiles, []string{config})
 	for _, p := range projects {
 		files = append(files, p.Files...)
@@ -368,7 +369,7 @@ func sourceRoot(dir string, given bool) (string, error) {
 
 // addComposeFlags adds docker compose's own project flags, which every command that loads a
 // compose project takes.
-func addComposeFlags(fs *pflag.FlagSet, o *analyze.Options) {
+func addComposeFlags(fs *pflag.FlagSet, o *compose.Options) {
 	fs.StringArrayVarP(&o.Files, "file", "f", nil, "compose file (repeatable, merged into one project as with docker compose -f)")
 	fs.StringVar(&o.ProjectDir, "project-directory", "", "the project's working folder (default: the first compose file's folder)")
 	fs.StringArrayVar(&o.EnvFiles, "env-file", nil, "environment file for interpolation (repeatable; default: the project folder's .env)")

@@ -4,35 +4,34 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/shmdoctor/shmdoctor/analyze/suppress"
 	"github.com/spf13/pflag"
-
-	"github.com/shmdoctor/shmdoctor/analyze"
 )
 
 // loadConfig reads the config file (--config, else .shmdoctor.yaml from the working folder
 // upward, none with --no-config) and lets it fill the flags the command line did not set:
 // flags win over the file, the file over the defaults. It returns an empty config when
 // there is none.
-func (f *checkFlags) loadConfig(fs *pflag.FlagSet) (*analyze.ConfigFile, error) {
+func (f *checkFlags) loadConfig(fs *pflag.FlagSet) (*suppress.ConfigFile, error) {
 	if f.noConfig && fs.Changed("config") {
 		return nil, usagef("--config and --no-config exclude each other")
 	}
 	path := f.config
 	switch {
 	case f.noConfig:
-		return &analyze.ConfigFile{}, nil
+		return &suppress.ConfigFile{}, nil
 	case fs.Changed("config") && path == "":
 		return nil, usagef("--config needs a file name (--no-config reads none)")
 	case path == "":
 		cwd, err := os.Getwd()
 		if err != nil {
-			return nil, fmt.Errorf("finding %s: %w", analyze.ConfigFileName, err)
+			return nil, fmt.Errorf("finding %s: %w", suppress.ConfigFileName, err)
 		}
-		if path, err = analyze.FindConfigFile(cwd); err != nil || path == "" {
-			return &analyze.ConfigFile{}, err
+		if path, err = suppress.FindConfigFile(cwd); err != nil || path == "" {
+			return &suppress.ConfigFile{}, err
 		}
 	}
-	c, err := analyze.ReadConfigFile(path)
+	c, err := suppress.ReadConfigFile(path)
 	if err != nil {
 		return nil, err
 	}

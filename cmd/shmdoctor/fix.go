@@ -7,9 +7,10 @@ import (
 	"os"
 	"slices"
 
-	"github.com/spf13/pflag"
-
 	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/analyze/fix"
+	"github.com/shmdoctor/shmdoctor/analyze/rules"
+	"github.com/spf13/pflag"
 )
 
 // validateFix checks the flags that --fix and --write change the meaning of.
@@ -41,7 +42,7 @@ func fixProjects(projects []*analyze.Project, cfg analyze.Config, f *checkFlags,
 	}
 	// lines say what became of each finding, once the files are written or the diff printed.
 	var lines bytes.Buffer
-	var changes []analyze.FileChange
+	var changes []fix.FileChange
 	claimed := map[string]bool{}
 	var fixed, skipped, cannot, decide, failed int
 	for _, p := range projects {
@@ -52,14 +53,14 @@ func fixProjects(projects []*analyze.Project, cfg analyze.Config, f *checkFlags,
 		if !p.Loaded() {
 			continue
 		}
-		findings := analyze.Check(p, cfg)
+		findings := rules.Check(p, cfg)
 		var fixes []*analyze.Fix
 		for _, fd := range findings {
 			if fd.Fix != nil && !touches(fd.Fix, claimed) {
 				fixes = append(fixes, fd.Fix)
 			}
 		}
-		pt, err := analyze.ApplyFixes(p, fixes)
+		pt, err := fix.Apply(p, fixes)
 		if err != nil {
 			return exitUsage, err
 		}
@@ -148,7 +149,7 @@ func touches(fx *analyze.Fix, claimed map[string]bool) bool {
 // replaceFiles writes fixed files all or none: every file is checked and staged first (see
 // prepareWrite), and only then are they written. A file that changed since the doctor read
 // it, or that cannot be written, leaves every file as it was.
-func replaceFiles(changes []analyze.FileChange) error {
+func replaceFiles(changes []fix.FileChange) error {
 	var staged []*pendingWrite
 	defer func() {
 		for _, w := range staged {
@@ -176,7 +177,7 @@ func replaceFiles(changes []analyze.FileChange) error {
 
 // stageFile stages a fixed file (through a symlink to its target, so the link stays). A
 // file that changed since the doctor read it is refused.
-func stageFile(c analyze.FileChange) (*pendingWrite, error) {
+func stageFile(c fix.FileChange) (*pendingWrite, error) {
 	cur, err := os.ReadFile(c.Path)
 	if err != nil {
 		return nil, err

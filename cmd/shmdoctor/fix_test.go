@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/analyze/compose"
+	"github.com/shmdoctor/shmdoctor/analyze/fix"
 	"github.com/shmdoctor/shmdoctor/internal/testutil"
 )
 
@@ -78,7 +80,7 @@ func TestFixApplies(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("--fix --write wrote what git apply does not:\n%s", analyze.UnifiedDiff("git-apply", "write", want, got))
+		t.Errorf("--fix --write wrote what git apply does not:\n%s", fix.UnifiedDiff("git-apply", "write", want, got))
 	}
 	if st, err := os.Stat(file); err != nil || st.Mode().Perm() != 0o640 {
 		t.Errorf("compose.yaml: %v, mode %v, want 0640", err, st.Mode())
@@ -117,7 +119,7 @@ func TestFixWriteSymlink(t *testing.T) {
 func TestReplaceFilesStale(t *testing.T) {
 	dir := testutil.WriteFiles(t, map[string]string{"compose.yaml": "edited meanwhile\n"})
 	path := filepath.Join(dir, "compose.yaml")
-	err := replaceFiles([]analyze.FileChange{{Path: path, Name: "compose.yaml", Before: []byte("as read\n"), After: []byte("fixed\n")}})
+	err := replaceFiles([]fix.FileChange{{Path: path, Name: "compose.yaml", Before: []byte("as read\n"), After: []byte("fixed\n")}})
 	if err == nil || !strings.Contains(err.Error(), "changed since") {
 		t.Fatalf("err = %v", err)
 	}
@@ -191,7 +193,7 @@ func TestFixWriteAllOrNothing(t *testing.T) {
 	}
 	dir := testutil.WriteFiles(t, files)
 	t.Chdir(dir)
-	projects := analyze.Load(t.Context(), analyze.Options{Paths: []string{"."}})
+	projects := compose.Load(t.Context(), compose.Options{Paths: []string{"."}})
 	if len(projects) != 1 || !projects[0].Loaded() {
 		t.Fatalf("loading: %+v", projects[0].Errors)
 	}

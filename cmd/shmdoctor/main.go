@@ -91,7 +91,7 @@ type subcommand func(ctx context.Context, args []string, stdin io.Reader, stdout
 var subcommands = map[string]subcommand{
 	"check":    check,
 	"baseline": baseline,
-	"rules":    rules,
+	"rules":    rulesCmd,
 	"explain":  explain,
 	"version":  version,
 	"agent":    agent,

@@ -11,11 +11,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/analyze/rules"
 	"github.com/shmdoctor/shmdoctor/probe"
 	"github.com/shmdoctor/shmdoctor/report"
+	"github.com/spf13/pflag"
 )
 
 // daemon is the engine the probe talks to, connected once per run: before loading when the
@@ -112,7 +112,7 @@ func probeAll(ctx context.Context, f *checkFlags, d *daemon, rep *report.Report,
 		}
 		if ms != nil {
 			rp.Measurements = ms
-			probed[rp] = analyze.CheckMeasurements(rp.Project, cfg, ms)
+			probed[rp] = rules.CheckMeasurements(rp.Project, cfg, ms)
 		}
 		if err != nil {
 			if f.probe == "always" {

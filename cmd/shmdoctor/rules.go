@@ -6,10 +6,11 @@ import (
 	"io"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/analyze/rules"
 )
 
-// rules lists the catalogue: ID, default severity, name and title.
-func rules(_ context.Context, args []string, _ io.Reader, stdout, _ io.Writer) (int, error) {
+// rulesCmd lists the catalogue: ID, default severity, name and title.
+func rulesCmd(_ context.Context, args []string, _ io.Reader, stdout, _ io.Writer) (int, error) {
 	if len(args) > 0 {
 		if args[0] == "-h" || args[0] == "--help" {
 			fmt.Fprintln(stdout, fitHelp("Usage: shmdoctor rules\n\nLists every rule with its default severity. 'shmdoctor explain ID' prints one in full.", helpWidth))
@@ -17,7 +18,7 @@ func rules(_ context.Context, args []string, _ io.Reader, stdout, _ io.Writer) (
 		}
 		return exitUsage, usagef("rules takes no arguments")
 	}
-	for _, r := range analyze.Rules {
+	for _, r := range rules.All {
 		fmt.Fprintf(stdout, "%s  %-7s  %-30s %s\n", r.ID, r.Severity, r.Name, r.Title)
 	}
 	return exitClean, nil
@@ -32,7 +33,7 @@ func explain(_ context.Context, args []string, _ io.Reader, stdout, _ io.Writer)
 		}
 		return exitUsage, usagef("explain takes one rule ID, such as SHM001")
 	}
-	r := analyze.RuleByID(args[0])
+	r := rules.ByID(args[0])
 	if r == nil {
 		return exitUsage, usagef("%s: no such rule (see shmdoctor rules)", args[0])
 	}

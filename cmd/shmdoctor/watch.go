@@ -7,11 +7,12 @@ import (
 	"slices"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/analyze/compose"
+	"github.com/shmdoctor/shmdoctor/analyze/fix"
 	"github.com/shmdoctor/shmdoctor/probe"
 	"github.com/shmdoctor/shmdoctor/report"
+	"github.com/spf13/pflag"
 )
 
 const watchUsage = `Usage: shmdoctor watch [compose flags] [--interval 1s] [--duration 10m] [PATH]
@@ -61,7 +62,7 @@ const maxHeadroom = 100
 
 // watch is `shmdoctor watch`.
 func watch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
-	var load analyze.Options
+	var load compose.Options
 	fs := pflag.NewFlagSet("watch", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
@@ -181,8 +182,8 @@ func watch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 
 // watchProject loads the compose project to watch. Without a loadable compose file, -p alone
 // still names the containers: the watch then goes on without profiles and file positions.
-func watchProject(ctx context.Context, load analyze.Options) (model *analyze.Project, name, note string, err error) {
-	projects := analyze.Load(ctx, load)
+func watchProject(ctx context.Context, load compose.Options) (model *analyze.Project, name, note string, err error) {
+	projects := compose.Load(ctx, load)
 	if len(projects) != 1 {
 		return nil, "", "", usagef("watch: one project at a time, not %d", len(projects))
 	}
@@ -266,11 +267,11 @@ func shmSizeDiff(p *analyze.Project, r analyze.ShmRecommendation) (string, error
 	if p == nil || !r.Change || r.Key != analyze.ShmKey || r.Note != "" {
 		return "", nil
 	}
-	fix, err := p.Doc.SetShmSize(r.Service, r.RecommendedBytes)
+	fx, err := p.Doc.SetShmSize(r.Service, r.RecommendedBytes)
 	if err != nil {
 		return "", err
 	}
-	pt, err := analyze.ApplyFixes(p, []*analyze.Fix{fix})
+	pt, err := fix.Apply(p, []*analyze.Fix{fx})
 	if err != nil {
 		return "", err
 	}

@@ -470,7 +470,7 @@ func labDoc(t *testing.T, root string, tags, builds map[string]string, results [
 	}
 
 	b.WriteString("\n## What the lab established\n\n" +
-		"- **DataLoader** (`analyze/intent.go`): the need is (workers × prefetch_factor + 2.5) × batch, one batch " +
+		"- **DataLoader** (`analyze/compose/intent.go`): the need is (workers × prefetch_factor + 2.5) × batch, one batch " +
 		"less with `persistent_workers`. The batches in flight, plus the batch the training loop holds while the " +
 		"next arrives, plus half of one being written while the loop still holds the one before (watch caught up " +
 		"to a fifth), plus, without persistent workers, the last batch of an epoch that the loop still holds while " +

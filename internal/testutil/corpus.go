@@ -1,9 +1,13 @@
 package testutil
 
 import (
+	"bufio"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/shmdoctor/shmdoctor/analyze"
 )
 
 // Corpus is the corpus of real public compose files and manifests. SHMDOCTOR_CORPUS names
@@ -39,4 +43,61 @@ func FindCorpus(t testing.TB) string {
 		t.Fatalf("SHMDOCTOR_CORPUS=%s holds no INDEX.tsv: %v", dir, err)
 	}
 	return dir
+}
+
+// CorpusRow is one line of the corpus INDEX.tsv: the facts a reader sees in the file.
+type CorpusRow struct {
+	Path, Kind, ShmSize, Ipc, Mount, Gpu, MemLimit string
+}
+
+func CorpusRows(t *testing.T, dir string) []CorpusRow {
+	f, err := os.Open(filepath.Join(dir, "INDEX.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var rows []CorpusRow
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		c := strings.Split(sc.Text(), "\t")
+		if len(c) < 10 || c[0] == "local_path" {
+			continue
+		}
+		rows = append(rows, CorpusRow{Path: c[0], Kind: c[4], ShmSize: c[5], Ipc: c[6], Mount: c[7], Gpu: c[8], MemLimit: c[9]})
+	}
+	return rows
+}
+
+// facts splits "16gb@nim-llm; 2gb@audio" into service -> value.
+func Facts(col string) map[string]string {
+	out := map[string]string{}
+	if col == "-" || col == "" {
+		return out
+	}
+	for _, f := range strings.Split(col, "; ") {
+		v, svc, ok := strings.Cut(f, "@")
+		if ok {
+			out[svc] = v
+		}
+	}
+	return out
+}
+
+func HasFinding(fs []analyze.Finding, rule, service string) bool {
+	for _, f := range fs {
+		if f.Rule == rule && f.Service == service {
+			return true
+		}
+	}
+	return false
+}
+
+func AnyPlan(p *analyze.Project, fn func(*analyze.ShmPlan) bool) bool {
+	for _, s := range p.Plans {
+		if fn(s) {
+			return true
+		}
+	}
+	return false
 }

@@ -1,0 +1,380 @@
+package compose
+
+import (
+	"fmt"
+	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/analyze/source"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/compose-spec/compose-go/v2/types"
+	"go.yaml.in/yaml/v3"
+)
+
+// Resolve derives one ShmPlan per service of a loaded project, sorted by service name.
+// need, when set, is the need of every service (--need), and from names who set it. Located errors in the doctor's own
+// inputs (x-shmdoctor, ipc chains) are added to p.Errors; the plans are still made.
+func resolve(p *project, need *int64, from string) {
+	names := make([]string, 0, len(p.model.Services))
+	for n := range p.model.Services {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	byName := map[string]*analyze.ShmPlan{}
+	for _, n := range names {
+		s := p.model.Services[n]
+		plan := p.plan(&s)
+		if need != nil {
+			plan.Need, plan.NeedFrom = analyze.Ptr(*need), from
+		}
+		byName[n] = plan
+		p.Plans = append(p.Plans, plan)
+	}
+	for _, plan := range p.Plans {
+		p.join(plan, byName)
+	}
+}
+
+// plan derives what a service's own keys say; joins are settled afterwards.
+func (p *project) plan(s *types.ServiceConfig) *analyze.ShmPlan {
+	plan := &analyze.ShmPlan{Service: s.Name, IPC: s.Ipc}
+	if _, ok := p.value(plan, analyze.ShmKey); ok {
+		plan.Configured = analyze.Ptr(int64(s.ShmSize))
+	} else if s.ShmSize != 0 {
+		plan.Configured = analyze.Ptr(int64(s.ShmSize))
+	}
+	if s.Build != nil {
+		if _, ok := p.value(plan, "build", analyze.ShmKey); ok || s.Build.ShmSize != 0 {
+			plan.BuildShmSize = analyze.Ptr(int64(s.Build.ShmSize))
+		}
+	}
+	plan.Mount = shmMount(s)
+	if plan.Mount != nil && plan.Mount.Type == analyze.SourceTmpfs && plan.Mount.Size != nil {
+		if p.mountDepends(plan) {
+			plan.Mount.Size = nil
+		}
+	}
+	p.memory(plan, s)
+	plan.Memlock, plan.Stack = ulimit(s.Ulimits["memlock"]), ulimit(s.Ulimits["stack"])
+	p.gpus(plan, s)
+	plan.Profile = analyze.DetectProfile(analyze.Signals{Image: s.Image, Command: append(append([]string{}, s.Entrypoint...), s.Command...), GPUs: plan.GPUs})
+	p.intent(plan, s)
+
+	switch {
+	case plan.Mount != nil:
+		plan.Source = plan.Mount.Type
+		if plan.Mount.Type == analyze.SourceTmpfs {
+			plan.Predicted = plan.Mount.Size
+		}
+		if plan.Configured != nil {
+			plan.Ignored = append(plan.Ignored, analyze.IgnoredKey{Key: analyze.ShmKey, Reason: fmt.Sprintf("a %s mount at /dev/shm replaces the shm mount", plan.Mount.Type)})
+		}
+	case s.Ipc == "host":
+		plan.Source = analyze.SourceHost
+	case s.Ipc == "none":
+		plan.Source, plan.Predicted = analyze.SourceNone, analyze.Ptr(int64(0))
+	case strings.HasPrefix(s.Ipc, "service:"):
+		plan.Source, plan.Donor = analyze.SourceService, strings.TrimPrefix(s.Ipc, "service:")
+	case strings.HasPrefix(s.Ipc, "container:"):
+		plan.Source, plan.Donor = analyze.SourceContainer, strings.TrimPrefix(s.Ipc, "container:")
+	default:
+		plan.Source = analyze.SourcePrivate
+		if s.Ipc == "shareable" {
+			plan.Source = analyze.SourceShareable
+		} else if s.Ipc != "" && s.Ipc != "private" {
+			p.fail(p.keyPos(plan, "ipc"), "ipc %q is not a valid IPC mode: use private, shareable, host, none, service:NAME or container:NAME", s.Ipc)
+		}
+		switch {
+		case plan.Configured == nil && plan.DependsOn(analyze.ShmKey) != nil:
+			// unknown: shm_size depends on an unset variable
+		case plan.Configured != nil && *plan.Configured > 0:
+			plan.Predicted = analyze.Ptr(*plan.Configured)
+		default:
+			plan.Predicted = analyze.Ptr(p.engine().DefaultShm)
+		}
+	}
+	if plan.Configured != nil && plan.Mount == nil {
+		switch plan.Source {
+		case analyze.SourceHost:
+			plan.Ignored = append(plan.Ignored, analyze.IgnoredKey{Key: analyze.ShmKey, Reason: "ipc is host: the host's /dev/shm is used"})
+		case analyze.SourceService, analyze.SourceContainer:
+			plan.Ignored = append(plan.Ignored, analyze.IgnoredKey{Key: analyze.ShmKey, Reason: fmt.Sprintf("ipc joins %s: its /dev/shm is used", s.Ipc)})
+		case analyze.SourceNone:
+			plan.Ignored = append(plan.Ignored, analyze.IgnoredKey{Key: analyze.ShmKey, Reason: "ipc is none: no /dev/shm is mounted"})
+		}
+	}
+	if plan.BuildShmSize != nil && plan.Configured == nil {
+		plan.Ignored = append(plan.Ignored, analyze.IgnoredKey{Key: "build.shm_size", Reason: "it sizes /dev/shm of build steps only, not of the running container"})
+	}
+	return plan
+}
+
+// engine is the project's engine, Docker unless Load was told otherwise.
+func (p *project) engine() analyze.Engine {
+	if p.Engine.Name == "" {
+		return analyze.Docker
+	}
+	return p.Engine
+}
+
+// join follows ipc: service: chains to the service that owns the namespace.
+func (p *project) join(plan *analyze.ShmPlan, byName map[string]*analyze.ShmPlan) {
+	if plan.Source != analyze.SourceService || plan.Mount != nil {
+		return
+	}
+	seen := map[string]bool{plan.Service: true}
+	cur := plan
+	for cur.Source == analyze.SourceService && (cur == plan || cur.Mount == nil) {
+		donor, ok := byName[cur.Donor]
+		if !ok {
+			if _, disabled := p.model.DisabledServices[cur.Donor]; disabled {
+				plan.Notes = append(plan.Notes, fmt.Sprintf("ipc donor %s is not enabled by the selected profiles", cur.Donor))
+			} else {
+				p.fail(p.keyPos(cur, "ipc"), "ipc %q: no service named %s", cur.IPC, cur.Donor)
+			}
+			return
+		}
+		if seen[donor.Service] {
+			p.fail(p.keyPos(plan, "ipc"), "ipc cycle: %s", strings.Join(append(append([]string{plan.Service}, plan.Via...), donor.Service), " -> "))
+			return
+		}
+		seen[donor.Service] = true
+		plan.Via = append(plan.Via, donor.Service)
+		cur = donor
+	}
+	switch {
+	case cur.Mount != nil:
+		plan.Notes = append(plan.Notes, fmt.Sprintf("donor %s has its own %s mount at /dev/shm, which is not shared through its IPC namespace", cur.Service, cur.Mount.Type))
+	case cur.Source == analyze.SourceContainer:
+		plan.Notes = append(plan.Notes, fmt.Sprintf("the chain ends at container %s, outside the project", cur.Donor))
+	default:
+		plan.Predicted = cur.Predicted
+	}
+}
+
+// value returns the raw node of a service key in the winning file, recording the unset
+// variables it depends on.
+func (p *project) value(plan *analyze.ShmPlan, key ...string) (*yaml.Node, bool) {
+	n, _, ok := p.Index.Lookup(plan.Service, key...)
+	if !ok {
+		return nil, false
+	}
+	if n != nil && n.Kind == yaml.ScalarNode {
+		if vars := p.env.varsIn(n.Value); len(vars) > 0 {
+			plan.Unresolved = append(plan.Unresolved, analyze.Unresolved{Key: strings.Join(key, "."), Vars: vars})
+			return n, false
+		}
+	}
+	return n, true
+}
+
+func (p *project) keyPos(plan *analyze.ShmPlan, key ...string) analyze.Pos {
+	if _, pos, ok := p.Index.Lookup(plan.Service, key...); ok {
+		return pos
+	}
+	return p.Index.ServicePos(plan.Service)
+}
+
+func (p *project) memory(plan *analyze.ShmPlan, s *types.ServiceConfig) {
+	limit, key := int64(s.MemLimit), []string{"mem_limit"}
+	if s.Deploy != nil && s.Deploy.Resources.Limits != nil && s.Deploy.Resources.Limits.MemoryBytes != 0 {
+		limit, key = int64(s.Deploy.Resources.Limits.MemoryBytes), []string{"deploy", "resources", "limits", "memory"}
+	}
+	if _, resolved := p.value(plan, key...); !resolved && plan.DependsOn(strings.Join(key, ".")) != nil {
+		return
+	}
+	if limit > 0 {
+		plan.MemLimit = analyze.Ptr(limit)
+	}
+	if _, resolved := p.value(plan, "memswap_limit"); resolved && s.MemSwapLimit != 0 {
+		plan.MemSwapLimit = analyze.Ptr(int64(s.MemSwapLimit))
+	}
+}
+
+// mountDepends reports whether the /dev/shm tmpfs size was written with an unset variable.
+func (p *project) mountDepends(plan *analyze.ShmPlan) bool {
+	n, _, ok := p.mountNode(plan)
+	if !ok {
+		return false
+	}
+	var depends bool
+	source.Scalars(n, "", func(_ string, v *yaml.Node) {
+		if vars := p.env.varsIn(v.Value); len(vars) > 0 {
+			plan.Unresolved = append(plan.Unresolved, analyze.Unresolved{Key: plan.Mount.Entry, Vars: vars})
+			depends = true
+		}
+	})
+	return depends
+}
+
+// mountNode finds the tmpfs or volumes entry that puts a mount at /dev/shm.
+func (p *project) mountNode(plan *analyze.ShmPlan) (*yaml.Node, analyze.Pos, bool) {
+	if plan.Mount == nil {
+		return nil, analyze.Pos{}, false
+	}
+	return p.Index.LookupItem(plan.Service, plan.Mount.Entry, shmItem(plan))
+}
+
+// shmItem matches the tmpfs or volumes entry of a plan's mount at /dev/shm.
+func shmItem(plan *analyze.ShmPlan) func(*yaml.Node) bool {
+	return func(n *yaml.Node) bool {
+		switch n.Kind {
+		case yaml.ScalarNode:
+			if plan.Mount.Entry == "tmpfs" {
+				return analyze.IsShm(strings.SplitN(n.Value, ":", 2)[0])
+			}
+			parts := strings.Split(n.Value, ":")
+			return len(parts) >= 2 && analyze.IsShm(parts[1]) || len(parts) == 1 && analyze.IsShm(parts[0])
+		case yaml.MappingNode:
+			return analyze.IsShm(source.Scalar(source.Get(n, "target")))
+		}
+		return false
+	}
+}
+
+// shmMount finds a user mount at /dev/shm: a tmpfs entry or a volumes entry.
+func shmMount(s *types.ServiceConfig) *analyze.Mount {
+	for _, t := range s.Tmpfs {
+		target, opts, _ := strings.Cut(t, ":")
+		if !analyze.IsShm(target) {
+			continue
+		}
+		m := &analyze.Mount{Type: analyze.SourceTmpfs, Entry: "tmpfs"}
+		for _, o := range strings.Split(opts, ",") {
+			if v, ok := strings.CutPrefix(o, "size="); ok {
+				if n, ok := analyze.ParseTmpfsSize(v); ok {
+					m.Size = analyze.Ptr(n)
+				}
+			}
+		}
+		return m
+	}
+	for _, v := range s.Volumes {
+		if !analyze.IsShm(v.Target) {
+			continue
+		}
+		m := &analyze.Mount{Source: v.Source, ReadOnly: v.ReadOnly, Entry: "volumes"}
+		switch v.Type {
+		case types.VolumeTypeTmpfs:
+			m.Type = analyze.SourceTmpfs
+			if v.Tmpfs != nil && v.Tmpfs.Size > 0 {
+				m.Size = analyze.Ptr(int64(v.Tmpfs.Size))
+			}
+		case types.VolumeTypeBind:
+			m.Type = analyze.SourceBind
+			m.Source = path.Clean(v.Source)
+		default:
+			m.Type = analyze.SourceVolume
+		}
+		return m
+	}
+	return nil
+}
+
+func ulimit(u *types.UlimitsConfig) *analyze.Ulimit {
+	switch {
+	case u == nil:
+		return nil
+	case u.Single != 0:
+		return &analyze.Ulimit{Soft: int64(u.Single), Hard: int64(u.Single)}
+	}
+	return &analyze.Ulimit{Soft: int64(u.Soft), Hard: int64(u.Hard)}
+}
+
+// gpus reads a service's GPU requests in any of the ways compose allows, and AMD or NVIDIA
+// device nodes mapped into the container. A count is taken as written: "all" (or several
+// device IDs, or a number above 1) is several GPUs; a request that states no count gets all
+// of the host's GPUs from the engine, but says nothing about how many there are, so it is
+// one; count: 0 requests none.
+func (p *project) gpus(plan *analyze.ShmPlan, s *types.ServiceConfig) {
+	// add counts the GPUs of a request; atLeast raises the count to what a request implies.
+	vendor := func(v string) {
+		if plan.GPUVendor != analyze.VendorNVIDIA {
+			plan.GPUVendor = v
+		}
+	}
+	add := func(n int) {
+		switch {
+		case n == 0:
+			return
+		case n == analyze.AllGPUs || plan.GPUs == analyze.AllGPUs:
+			plan.GPUs = analyze.AllGPUs
+		default:
+			plan.GPUs += n
+		}
+		vendor(analyze.VendorNVIDIA)
+	}
+	atLeast := func(n int, v string) {
+		if plan.GPUs != analyze.AllGPUs && plan.GPUs < n {
+			plan.GPUs = n
+		}
+		vendor(v)
+	}
+	for i, r := range s.Gpus {
+		add(p.requested(plan, r, i, "gpus"))
+	}
+	if rs, ok := p.value(plan, "gpus"); ok && strings.EqualFold(source.Scalar(rs), "all") {
+		add(analyze.AllGPUs)
+	}
+	if s.Deploy != nil && s.Deploy.Resources.Reservations != nil {
+		for i, d := range s.Deploy.Resources.Reservations.Devices {
+			if d.Driver == "nvidia" || containsFold(d.Capabilities, "gpu") {
+				add(p.requested(plan, d, i, "deploy", "resources", "reservations", "devices"))
+			}
+		}
+	}
+	if s.Runtime == "nvidia" {
+		atLeast(1, analyze.VendorNVIDIA)
+	}
+	for _, d := range s.Devices {
+		// AMD ROCm compute (/dev/kfd) and NVIDIA device nodes passed through by hand.
+		switch {
+		case d.Source == "/dev/kfd":
+			atLeast(1, analyze.VendorAMD)
+		case strings.HasPrefix(d.Source, "/dev/nvidia"):
+			atLeast(1, analyze.VendorNVIDIA)
+		}
+	}
+	if v, ok := s.Environment["NVIDIA_VISIBLE_DEVICES"]; ok && v != nil {
+		switch ids := strings.ToLower(strings.TrimSpace(*v)); ids {
+		case "", "void", "none":
+		case "all":
+			// The default of NVIDIA's CUDA images, and of every transcoding guide: no
+			// statement about how many GPUs there are.
+			atLeast(1, analyze.VendorNVIDIA)
+		default:
+			atLeast(len(strings.Split(ids, ",")), analyze.VendorNVIDIA)
+		}
+	}
+	if strings.HasPrefix(analyze.ParseProfileImage(s.Image).Path, "rocm/") {
+		plan.GPUVendor = analyze.VendorAMD
+	}
+	plan.GPU = plan.GPUs != 0
+}
+
+// requested counts the GPUs of one device request: its device IDs, else its count as
+// written ("all" only when the file says so), else one.
+func (p *project) requested(plan *analyze.ShmPlan, r types.DeviceRequest, i int, key ...string) int {
+	switch {
+	case len(r.IDs) > 0:
+		return len(r.IDs)
+	case r.Count != -1:
+		return int(r.Count)
+	}
+	if list, ok := p.value(plan, key...); ok && list != nil && list.Kind == yaml.SequenceNode && i < len(list.Content) {
+		if source.Get(source.Deref(list.Content[i]), "count") != nil {
+			return analyze.AllGPUs
+		}
+	}
+	return 1
+}
+
+func containsFold(list []string, s string) bool {
+	for _, x := range list {
+		if strings.EqualFold(x, s) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,264 @@
+package kube_test
+
+import (
+	"context"
+	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/analyze/compose"
+	"github.com/shmdoctor/shmdoctor/analyze/rules"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/shmdoctor/shmdoctor/internal/testutil"
+)
+
+func loadOneK8s(t *testing.T, manifest string, need *int64) *analyze.Project {
+	t.Helper()
+	ps := compose.Load(context.Background(), compose.Options{Paths: []string{"-"}, Stdin: strings.NewReader(manifest), Need: need})
+	if len(ps) != 1 || !ps[0].Kubernetes {
+		t.Fatalf("want one Kubernetes project, got %+v", ps)
+	}
+	return ps[0]
+}
+
+func TestK8sPlans(t *testing.T) {
+	p := loadOneK8s(t, `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: prod}
+spec:
+  template:
+    spec:
+      initContainers:
+        - name: init
+          image: busybox
+          resources: {limits: {memory: 10Gi}}
+      containers:
+        - name: a
+          image: vllm/vllm-openai:latest
+          resources: {limits: {memory: 3Gi, nvidia.com/gpu: "1"}}
+          volumeMounts: [{name: dshm, mountPath: /dev/shm/}]
+        - name: b
+          image: busybox
+          resources: {limits: {memory: 1024Mi}}
+      volumes:
+        - name: dshm
+          emptyDir: {medium: Memory, sizeLimit: 16Gi}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: bare}
+spec:
+  hostIPC: true
+  containers: [{name: c, image: busybox}]
+`, nil)
+	if len(p.Errors) > 0 {
+		t.Fatal(p.Errors)
+	}
+	if len(p.Plans) != 3 {
+		t.Fatalf("%d plans", len(p.Plans))
+	}
+	a := p.Plans[0]
+	if a.Service != "Deployment/prod/web:a" || a.Source != analyze.SourceEmptyDirMemory || !a.GPU || a.Profile == nil || a.Profile.ID != "vllm" {
+		t.Errorf("plan a: %+v", a)
+	}
+	// the pod limit is the init container's 10Gi (above 3Gi+1Gi), below the 16Gi sizeLimit
+	if a.Predicted == nil || *a.Predicted != 10<<30 || *a.MemLimit != 3<<30 || !a.K8s.AllLimited {
+		t.Errorf("plan a predicted %v limit %v", a.Predicted, a.MemLimit)
+	}
+	if b := p.Plans[1]; b.Source != analyze.SourceDefault || *b.Predicted != analyze.DefaultShmSize || b.K8s.FirstInPod {
+		t.Errorf("plan b: %+v", b)
+	}
+	if c := p.Plans[2]; c.Service != "Pod/bare:c" || c.Source != analyze.SourceHost || c.Predicted != nil || c.K8s.HostIPCPos.Line != 27 {
+		t.Errorf("plan c: %+v %+v", c, c.K8s)
+	}
+	need := int64(4 << 30)
+	p = loadOneK8s(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: x, annotations: {shmdoctor.io/need: 1Gi}}\nspec: {containers: [{name: c}]}\n", &need)
+	if pl := p.Plans[0]; *pl.Need != need || pl.NeedFrom != "--need" {
+		t.Errorf("--need must win over the annotation: %+v", pl)
+	}
+}
+
+func TestK8sInputErrors(t *testing.T) {
+	p := loadOneK8s(t, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {{ .Release.Name }}\nspec: {}\n", nil)
+	if len(p.Errors) != 1 || !strings.Contains(p.Errors[0].Msg, "Helm template") || p.Errors[0].Line != 4 || p.Errors[0].Column != 9 {
+		t.Errorf("helm: %+v", p.Errors)
+	}
+	p = loadOneK8s(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: x, annotations: {shmdoctor.io/ignore: SHM999}}\nspec:\n  containers: [\n", nil)
+	if len(p.Errors) != 1 || p.Errors[0].File != analyze.StdinName || p.Errors[0].Line == 0 {
+		t.Errorf("yaml error: %+v", p.Errors)
+	}
+	p = loadOneK8s(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: x, annotations: {shmdoctor.io/ignore: SHM999}}\nspec: {containers: [{name: c}]}\n", nil)
+	if len(p.Errors) != 1 || p.Errors[0].Line != 3 {
+		t.Errorf("bad ignore: %+v", p.Errors)
+	}
+	p = loadOneK8s(t, `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "j"}, "spec": {"containers": [{"name": "c"}]}}`, nil)
+	if len(p.Plans) != 1 {
+		t.Errorf("JSON manifest: %+v", p)
+	}
+}
+
+func TestParseQuantity(t *testing.T) {
+	for in, want := range map[string]int64{
+		"1Gi": 1 << 30, "512Mi": 512 << 20, "1G": 1e9, "8G": 8e9, "129M": 129e6, "1.5Gi": 3 << 29,
+		"123Ki": 123 << 10, "1073741824": 1 << 30, "129e6": 129e6, "2k": 2000, "32000Mi": 32000 << 20,
+	} {
+		got, err := analyze.ParseQuantity(in)
+		if err != nil || got != want {
+			t.Errorf("ParseQuantity(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "lots", "1gb", "-1Gi", "Gi"} {
+		if _, err := analyze.ParseQuantity(in); err == nil {
+			t.Errorf("ParseQuantity(%q) accepted", in)
+		}
+	}
+}
+
+// TestK8sCorpus analyses every manifest of the shared corpus: no error, at least one plan,
+// and agreement with the facts the index records.
+func TestK8sCorpus(t *testing.T) {
+	dir := testutil.Corpus(t)
+	n := 0
+	for _, row := range testutil.CorpusRows(t, dir) {
+		if row.Kind == "compose" {
+			continue
+		}
+		n++
+		t.Run(row.Path, func(t *testing.T) {
+			projects := compose.Load(context.Background(), compose.Options{Paths: []string{filepath.Join(dir, row.Path)}})
+			if len(projects) != 1 || !projects[0].Kubernetes {
+				t.Fatalf("not loaded as one Kubernetes manifest: %+v", projects)
+			}
+			p := projects[0]
+			for _, e := range p.Errors {
+				t.Errorf("load error: %v", e)
+			}
+			if len(p.Plans) == 0 {
+				t.Fatal("no container analysed")
+			}
+			rules.Check(p, analyze.Config{})
+			switch row.Mount {
+			case "emptyDir-memory":
+				if !testutil.AnyPlan(p, func(s *analyze.ShmPlan) bool { return s.Source == analyze.SourceEmptyDirMemory }) {
+					t.Error("no memory emptyDir at /dev/shm found")
+				}
+			case "bind":
+				if !testutil.AnyPlan(p, func(s *analyze.ShmPlan) bool {
+					return s.Source == analyze.SourceHostPath && s.K8s.HostPath == "/dev/shm"
+				}) {
+					t.Error("no hostPath of /dev/shm found")
+				}
+			}
+			if row.Gpu == "yes" && !testutil.AnyPlan(p, func(s *analyze.ShmPlan) bool { return s.GPU }) {
+				t.Error("no accelerator request found")
+			}
+			if row.Ipc == "hostIPC: true" && !testutil.AnyPlan(p, func(s *analyze.ShmPlan) bool { return s.K8s.HostIPC }) {
+				t.Error("hostIPC not found")
+			}
+			for c, v := range testutil.Facts(row.MemLimit) {
+				want, err := analyze.ParseQuantity(v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !testutil.AnyPlan(p, func(s *analyze.ShmPlan) bool { return s.K8s.Container == c && s.MemLimit != nil && *s.MemLimit == want }) {
+					t.Errorf("container %s: memory limit %s not found", c, v)
+				}
+			}
+			for c, v := range testutil.Facts(row.ShmSize) {
+				want, err := analyze.ParseQuantity(strings.TrimPrefix(v, "sizeLimit="))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !testutil.AnyPlan(p, func(s *analyze.ShmPlan) bool {
+					return s.K8s.Container == c && s.K8s.SizeLimit != nil && *s.K8s.SizeLimit == want
+				}) {
+					t.Errorf("container %s: sizeLimit %s not found", c, v)
+				}
+			}
+		})
+	}
+	if n < 20 {
+		t.Fatalf("only %d manifests in the corpus index", n)
+	}
+}
+
+// TestK8sKubeRay checks the volume the KubeRay operator adds, as its BuildPod does: in the
+// Ray container only, sized to the memory limit, else the request, and not at all under
+// plasma-directory or when the manifest mounts /dev/shm itself.
+func TestK8sKubeRay(t *testing.T) {
+	projects := compose.Load(context.Background(), compose.Options{Paths: []string{"../../testdata/k8s/kuberay/raycluster.yaml"}})
+	if len(projects) != 1 || len(projects[0].Errors) > 0 {
+		t.Fatalf("load: %+v", projects)
+	}
+	plans := map[string]*analyze.ShmPlan{}
+	for _, p := range projects[0].Plans {
+		plans[p.Service] = p
+	}
+	for _, c := range []struct {
+		service string
+		source  analyze.Source
+		size    int64 // the sizeLimit, 0 for none
+	}{
+		{"RayCluster/operator-volume:headGroupSpec/ray-head", analyze.SourceOperator, 8 << 30},
+		{"RayCluster/operator-volume:headGroupSpec/proxy", analyze.SourceDefault, 0},
+		{"RayCluster/operator-volume:gpu-group/ray-worker", analyze.SourceOperator, 32 << 30},
+		{"RayService/plasma:headGroupSpec/ray-head", analyze.SourceDefault, 0},
+		{"RayService/plasma:workers/ray-worker", analyze.SourceOperator, 16 << 30},
+		{"RayJob/own-volume:headGroupSpec/ray-head", analyze.SourceEmptyDirMemory, 0},
+		{"RayJob/own-volume:submitterPodTemplate/submitter", analyze.SourceDefault, 0},
+	} {
+		p := plans[c.service]
+		if p == nil {
+			t.Errorf("%s: no plan", c.service)
+			continue
+		}
+		var size int64
+		if p.K8s.SizeLimit != nil {
+			size = *p.K8s.SizeLimit
+		}
+		if p.Source != c.source || size != c.size {
+			t.Errorf("%s: source %s sizeLimit %d, want %s %d", c.service, p.Source, size, c.source, c.size)
+		}
+		if op := p.K8s.Operator; (c.source == analyze.SourceOperator) != (op == "KubeRay") {
+			t.Errorf("%s: operator %q", c.service, op)
+		}
+	}
+	// a limit on the only container makes the pod's limit: the prediction is the smaller
+	if p := plans["RayService/plasma:workers/ray-worker"]; p.Predicted == nil || *p.Predicted != 16<<30 || p.K8s.Volume != "shared-mem" {
+		t.Errorf("operator volume: predicted %v volume %q", p.Predicted, p.K8s.Volume)
+	}
+	if p := plans["RayJob/own-volume:submitterPodTemplate/submitter"]; p.Profile != nil {
+		t.Errorf("the RayJob submitter is not a Ray node: profile %s", p.Profile.ID)
+	}
+
+	// a pod volume named shared-mem is what the operator mounts
+	p := loadOneK8s(t, `apiVersion: ray.io/v1
+kind: RayCluster
+metadata: {name: named}
+spec:
+  headGroupSpec:
+    template:
+      spec:
+        containers: [{name: ray-head, image: rayproject/ray:2.41.0, resources: {limits: {memory: 8Gi}}}]
+        volumes: [{name: shared-mem, emptyDir: {}}]
+`, nil)
+	if pl := p.Plans[0]; pl.Source != analyze.SourceEmptyDirDisk || pl.K8s.Volume != "shared-mem" || pl.K8s.Operator != "" {
+		t.Errorf("existing shared-mem volume: %s %+v", pl.Source, pl.K8s)
+	}
+}
+
+// TestK8sUnboundedOnce checks that a memory emptyDir with neither a sizeLimit nor a memory
+// limit is one SHM103 finding that names both facts.
+func TestK8sUnboundedOnce(t *testing.T) {
+	p := loadOneK8s(t, `apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers: [{name: c, image: busybox, volumeMounts: [{name: dshm, mountPath: /dev/shm}]}]
+  volumes: [{name: dshm, emptyDir: {medium: Memory}}]
+`, nil)
+	fs := rules.Check(p, analyze.Config{})
+	if len(fs) != 1 || fs[0].Rule != "SHM103" || !strings.Contains(fs[0].Message, "no sizeLimit and the container has no memory limit") {
+		t.Fatalf("want one SHM103 naming both facts, got %+v", fs)
+	}
+}

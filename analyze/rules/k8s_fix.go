@@ -1,0 +1,81 @@
+package rules
+
+import (
+	"fmt"
+	"github.com/shmdoctor/shmdoctor/analyze"
+	"strings"
+)
+
+// Sources the Kubernetes rules cite.
+const (
+	srcEmptyDir    = "Kubernetes documentation, Volumes: emptyDir (medium: Memory, sizeLimit, memory limits): https://kubernetes.io/docs/concepts/storage/volumes/#emptydir"
+	srcEmptyDirAPI = "Kubernetes API reference, EmptyDirVolumeSource (sizeLimit of a memory medium): https://kubernetes.io/docs/reference/kubernetes-api/config-and-storage-resources/volume/#EmptyDirVolumeSource"
+	srcMemory      = "Kubernetes documentation, Resource Management for Pods and Containers (memory-backed emptyDir): https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/#memory-backed-emptydir"
+)
+
+// yamlBlock indents a YAML snippet for a remediation, set off by blank lines.
+func yamlBlock(lines ...string) string {
+	var b strings.Builder
+	b.WriteString("\n\n")
+	for _, l := range lines {
+		b.WriteString("    " + l + "\n")
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// shmVolumeName is the volume name a fix uses: the existing one, else dshm.
+func shmVolumeName(p *analyze.ShmPlan) string {
+	if p.K8s.Volume != "" {
+		return p.K8s.Volume
+	}
+	return "dshm"
+}
+
+// shmVolumeSnippet is the complete volumes and volumeMounts YAML that gives a container a
+// memory-backed /dev/shm of size.
+func shmVolumeSnippet(p *analyze.ShmPlan, size int64) string {
+	name := shmVolumeName(p)
+	return yamlBlock(
+		"volumes:",
+		"  - name: "+name,
+		"    emptyDir:",
+		"      medium: Memory",
+		"      sizeLimit: "+analyze.K8sSize(size),
+		"containers:",
+		"  - name: "+p.K8s.Container,
+		"    volumeMounts:",
+		"      - name: "+name,
+		"        mountPath: /dev/shm",
+	)
+}
+
+// emptyDirSnippet is the volumes entry of a memory emptyDir of size.
+func emptyDirSnippet(p *analyze.ShmPlan, size int64) string {
+	return yamlBlock(
+		"- name: "+shmVolumeName(p),
+		"  emptyDir:",
+		"    medium: Memory",
+		"    sizeLimit: "+analyze.K8sSize(size),
+	)
+}
+
+// k8sMemoryNote is the closing sentence of a fix that sizes /dev/shm: its pages count
+// against the container's memory limit.
+func k8sMemoryNote(p *analyze.ShmPlan, size int64) string {
+	switch {
+	case p.MemLimit == nil:
+		return fmt.Sprintf("Give the container a memory limit (resources.limits.memory) well above %s: /dev/shm pages count against it.", analyze.K8sSize(size))
+	case *p.MemLimit <= size:
+		return fmt.Sprintf("Raise resources.limits.memory (now %s) well above %s too: /dev/shm pages count against it.", analyze.FormatSize(*p.MemLimit), analyze.K8sSize(size))
+	}
+	return fmt.Sprintf("Keep resources.limits.memory (now %s) above it plus what the process needs: /dev/shm pages count against it.", analyze.FormatSize(*p.MemLimit))
+}
+
+// podBound says what bounds a memory emptyDir without a sizeLimit.
+func podBound(p *analyze.ShmPlan) string {
+	if k := p.K8s; k.AllLimited && k.PodMemLimit != nil {
+		return "the pod's memory limit (" + analyze.FormatSize(*k.PodMemLimit) + ")"
+	}
+	return "the node's allocatable memory"
+}

@@ -1,0 +1,36 @@
+package rules
+
+import "github.com/shmdoctor/shmdoctor/analyze"
+import "fmt"
+
+var shm111 = analyze.Rule{
+	ID:         "SHM111",
+	Name:       "k8s-shm-too-small",
+	Severity:   analyze.Warning,
+	Title:      "sizeLimit of /dev/shm below what the workload needs",
+	Kubernetes: true,
+	Doc: analyze.Doc{
+		Rationale: "A memory emptyDir's sizeLimit is the size of /dev/shm. Below the workload's recommended minimum " +
+			"(vLLM, Triton, TGI, NIM, Ray, PyTorch) or the need declared through the annotation shmdoctor.io/need or " +
+			"--need, writers fail with ENOSPC or SIGBUS.",
+		Problematic: "metadata:\n  annotations:\n    shmdoctor.io/need: 8Gi\nspec:\n  volumes:\n    - name: dshm\n      emptyDir:\n        medium: Memory\n        sizeLimit: 1Gi\n",
+		Correct:     "metadata:\n  annotations:\n    shmdoctor.io/need: 8Gi\nspec:\n  volumes:\n    - name: dshm\n      emptyDir:\n        medium: Memory\n        sizeLimit: 8Gi\n",
+		Exceptions:  "Small models and single-GPU serving may need less than a profile's minimum: declare the real need with shmdoctor.io/need.",
+		Sources:     []string{srcEmptyDir, "vLLM documentation, Using Kubernetes: https://docs.vllm.ai/en/stable/deployment/k8s/"},
+	},
+	Check: func(p *analyze.Pass) {
+		plan, k := p.Plan, p.Plan.K8s
+		if plan.Source != analyze.SourceEmptyDirMemory || k.SizeLimit == nil || !plan.Workload() || *k.SizeLimit >= plan.Target() {
+			return
+		}
+		size := analyze.RecommendedSize(plan)
+		f := analyze.Finding{
+			Pos:     k.SizeLimitPos,
+			Message: fmt.Sprintf("sizeLimit %s of /dev/shm is below what the workload needs: %s", analyze.FormatSize(*k.SizeLimit), analyze.Why(plan)),
+			Remediation: fmt.Sprintf("Raise sizeLimit to %s:%s%s", analyze.K8sSize(size),
+				emptyDirSnippet(plan, size), k8sMemoryNote(plan, size)),
+		}
+		f.Attach(fixK8sEmptyDir(p, size))
+		p.Report(f)
+	},
+}
