@@ -2,12 +2,12 @@ package analyze_test
 
 import (
 	"context"
-	"github.com/shmdoctor/shmdoctor/analyze"
-	"github.com/shmdoctor/shmdoctor/analyze/compose"
-	"github.com/shmdoctor/shmdoctor/analyze/rules"
 	"strings"
 	"testing"
 
+	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/analyze/compose"
+	"github.com/shmdoctor/shmdoctor/analyze/rules"
 	"github.com/shmdoctor/shmdoctor/internal/testutil"
 )
 

@@ -1,6 +1,8 @@
 package analyze
 
-import "testing"
+import (
+	"testing"
+)
 
 func TestSizes(t *testing.T) {
 	const mib, gib = 1 << 20, 1 << 30

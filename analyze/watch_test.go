@@ -2,11 +2,11 @@ package analyze_test
 
 import (
 	"context"
-	"github.com/shmdoctor/shmdoctor/analyze"
-	"github.com/shmdoctor/shmdoctor/analyze/compose"
 	"strings"
 	"testing"
 
+	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/analyze/compose"
 	"github.com/shmdoctor/shmdoctor/internal/testutil"
 )
 

@@ -3,11 +3,11 @@ package compose
 import (
 	"errors"
 	"fmt"
+	"strings"
+
 	"github.com/shmdoctor/shmdoctor/analyze"
 	"github.com/shmdoctor/shmdoctor/analyze/fix"
 	"github.com/shmdoctor/shmdoctor/analyze/source"
-	"strings"
-
 	"go.yaml.in/yaml/v3"
 )
 

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/shmdoctor/shmdoctor/analyze"
-	"github.com/shmdoctor/shmdoctor/analyze/kube"
-	"github.com/shmdoctor/shmdoctor/analyze/source"
 	"path/filepath"
 	"strings"
 
+	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/analyze/kube"
+	"github.com/shmdoctor/shmdoctor/analyze/source"
 	"go.yaml.in/yaml/v3"
 )
 

@@ -2,13 +2,13 @@ package compose
 
 import (
 	"context"
-	"github.com/shmdoctor/shmdoctor/analyze"
-	"github.com/shmdoctor/shmdoctor/analyze/fix"
-	"github.com/shmdoctor/shmdoctor/analyze/rules"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/analyze/fix"
+	"github.com/shmdoctor/shmdoctor/analyze/rules"
 	"github.com/shmdoctor/shmdoctor/internal/testutil"
 )
 

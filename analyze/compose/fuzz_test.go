@@ -3,12 +3,13 @@ package compose
 import (
 	"context"
 	"fmt"
-	"github.com/shmdoctor/shmdoctor/analyze"
-	"github.com/shmdoctor/shmdoctor/analyze/rules"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/analyze/rules"
 )
 
 // FuzzLoad feeds arbitrary bytes to the loader as a compose file: it must never panic, and

@@ -4,15 +4,15 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/shmdoctor/shmdoctor/analyze"
-	"github.com/shmdoctor/shmdoctor/analyze/fix"
-	"github.com/shmdoctor/shmdoctor/analyze/source"
-	"github.com/shmdoctor/shmdoctor/analyze/suppress"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/analyze/fix"
+	"github.com/shmdoctor/shmdoctor/analyze/source"
+	"github.com/shmdoctor/shmdoctor/analyze/suppress"
 	"go.yaml.in/yaml/v3"
 )
 

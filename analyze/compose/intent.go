@@ -2,12 +2,12 @@ package compose
 
 import (
 	"fmt"
-	"github.com/shmdoctor/shmdoctor/analyze"
-	"github.com/shmdoctor/shmdoctor/analyze/suppress"
 	"strconv"
 	"strings"
 
 	"github.com/compose-spec/compose-go/v2/types"
+	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/analyze/suppress"
 	"go.yaml.in/yaml/v3"
 )
 

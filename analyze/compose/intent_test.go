@@ -1,9 +1,10 @@
 package compose
 
 import (
-	"github.com/shmdoctor/shmdoctor/analyze"
 	"strings"
 	"testing"
+
+	"github.com/shmdoctor/shmdoctor/analyze"
 )
 
 // TestDataloaderNeedCoversLabPeaks checks the DataLoader formula against the peaks the truth

@@ -3,15 +3,15 @@ package compose
 import (
 	"context"
 	"fmt"
-	"github.com/shmdoctor/shmdoctor/analyze"
-	"github.com/shmdoctor/shmdoctor/analyze/rules"
-	"github.com/shmdoctor/shmdoctor/analyze/source"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/analyze/rules"
+	"github.com/shmdoctor/shmdoctor/analyze/source"
 	"github.com/shmdoctor/shmdoctor/internal/largegen"
 )
 

@@ -2,13 +2,13 @@ package compose
 
 import (
 	"fmt"
-	"github.com/shmdoctor/shmdoctor/analyze"
-	"github.com/shmdoctor/shmdoctor/analyze/source"
 	"path"
 	"sort"
 	"strings"
 
 	"github.com/compose-spec/compose-go/v2/types"
+	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/analyze/source"
 	"go.yaml.in/yaml/v3"
 )
 

@@ -2,12 +2,12 @@ package compose
 
 import (
 	"fmt"
-	"github.com/shmdoctor/shmdoctor/analyze"
-	"github.com/shmdoctor/shmdoctor/analyze/source"
 	"slices"
 	"sort"
 	"strings"
 
+	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/analyze/source"
 	"go.yaml.in/yaml/v3"
 )
 

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/shmdoctor/shmdoctor/analyze"
 	"io"
 	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/shmdoctor/shmdoctor/analyze"
 	"go.yaml.in/yaml/v3"
 )
 

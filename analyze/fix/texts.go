@@ -2,8 +2,8 @@ package fix
 
 import (
 	"fmt"
-	"github.com/shmdoctor/shmdoctor/analyze/source"
 
+	"github.com/shmdoctor/shmdoctor/analyze/source"
 	"go.yaml.in/yaml/v3"
 )
 

@@ -3,12 +3,12 @@ package fix
 import (
 	"bytes"
 	"fmt"
-	"github.com/shmdoctor/shmdoctor/analyze"
-	"github.com/shmdoctor/shmdoctor/analyze/source"
 	"slices"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/analyze/source"
 	"go.yaml.in/yaml/v3"
 )
 

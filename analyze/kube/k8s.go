@@ -4,10 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/shmdoctor/shmdoctor/analyze"
-	"github.com/shmdoctor/shmdoctor/analyze/fix"
-	"github.com/shmdoctor/shmdoctor/analyze/source"
-	"github.com/shmdoctor/shmdoctor/analyze/suppress"
 	"io"
 	"os"
 	"path"
@@ -17,6 +13,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/analyze/fix"
+	"github.com/shmdoctor/shmdoctor/analyze/source"
+	"github.com/shmdoctor/shmdoctor/analyze/suppress"
 	"go.yaml.in/yaml/v3"
 )
 

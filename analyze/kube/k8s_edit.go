@@ -3,10 +3,10 @@ package kube
 import (
 	"errors"
 	"fmt"
+
 	"github.com/shmdoctor/shmdoctor/analyze"
 	"github.com/shmdoctor/shmdoctor/analyze/fix"
 	"github.com/shmdoctor/shmdoctor/analyze/source"
-
 	"go.yaml.in/yaml/v3"
 )
 

@@ -2,13 +2,13 @@ package kube_test
 
 import (
 	"context"
-	"github.com/shmdoctor/shmdoctor/analyze"
-	"github.com/shmdoctor/shmdoctor/analyze/compose"
-	"github.com/shmdoctor/shmdoctor/analyze/rules"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/analyze/compose"
+	"github.com/shmdoctor/shmdoctor/analyze/rules"
 	"github.com/shmdoctor/shmdoctor/internal/testutil"
 )
 

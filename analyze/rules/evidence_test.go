@@ -2,12 +2,13 @@ package rules_test
 
 import (
 	"context"
-	"github.com/shmdoctor/shmdoctor/analyze"
-	"github.com/shmdoctor/shmdoctor/analyze/compose"
-	"github.com/shmdoctor/shmdoctor/analyze/rules"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/analyze/compose"
+	"github.com/shmdoctor/shmdoctor/analyze/rules"
 )
 
 // TestReproductionsRegistry: a probe rule reproduces only static rules of the registry.

@@ -2,11 +2,12 @@ package rules_test
 
 import (
 	"context"
+	"path/filepath"
+	"testing"
+
 	"github.com/shmdoctor/shmdoctor/analyze"
 	"github.com/shmdoctor/shmdoctor/analyze/compose"
 	"github.com/shmdoctor/shmdoctor/analyze/rules"
-	"path/filepath"
-	"testing"
 )
 
 // k8sFixtureConfig reads the "# shmdoctor: ..." header of the first manifest of a folder.

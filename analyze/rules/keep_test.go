@@ -2,10 +2,11 @@ package rules_test
 
 import (
 	"fmt"
-	"github.com/shmdoctor/shmdoctor/analyze"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/shmdoctor/shmdoctor/analyze"
 )
 
 // The property these helpers check: no remediation text and no --fix edit leaves a

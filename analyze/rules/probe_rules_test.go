@@ -2,10 +2,11 @@ package rules_test
 
 import (
 	"context"
+	"testing"
+
 	"github.com/shmdoctor/shmdoctor/analyze"
 	"github.com/shmdoctor/shmdoctor/analyze/compose"
 	"github.com/shmdoctor/shmdoctor/analyze/rules"
-	"testing"
 )
 
 // TestProbeRules feeds the probe rules measurements as the probe reports them (data, not a

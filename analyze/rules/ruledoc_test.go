@@ -2,11 +2,12 @@ package rules_test
 
 import (
 	"flag"
-	"github.com/shmdoctor/shmdoctor/analyze/rules"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/shmdoctor/shmdoctor/analyze/rules"
 )
 
 var updateDocs = flag.Bool("update-docs", false, "rewrite docs/rules from the rule registry")

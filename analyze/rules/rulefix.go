@@ -3,8 +3,9 @@ package rules
 import (
 	"errors"
 	"fmt"
-	"github.com/shmdoctor/shmdoctor/analyze"
 	"strings"
+
+	"github.com/shmdoctor/shmdoctor/analyze"
 )
 
 // fits refuses a /dev/shm size that docker stack deploy would drop, or that the memory

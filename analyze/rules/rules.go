@@ -1,7 +1,10 @@
 package rules
 
-import "github.com/shmdoctor/shmdoctor/analyze"
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/shmdoctor/shmdoctor/analyze"
+)
 
 // Rules is the registry, sorted by ID. Each rule lives in its own file.
 var All = []analyze.Rule{

@@ -4,9 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"github.com/shmdoctor/shmdoctor/analyze"
-	"github.com/shmdoctor/shmdoctor/analyze/compose"
-	"github.com/shmdoctor/shmdoctor/analyze/rules"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +11,10 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/analyze/compose"
+	"github.com/shmdoctor/shmdoctor/analyze/rules"
 )
 
 // want is an expected finding: a rule at a line, optionally with a severity, or

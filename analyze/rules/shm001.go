@@ -2,8 +2,9 @@ package rules
 
 import (
 	"fmt"
-	"github.com/shmdoctor/shmdoctor/analyze"
 	"strings"
+
+	"github.com/shmdoctor/shmdoctor/analyze"
 )
 
 var shm001 = analyze.Rule{

@@ -1,9 +1,10 @@
 package rules
 
 import (
-	"github.com/shmdoctor/shmdoctor/analyze"
 	"strconv"
 	"strings"
+
+	"github.com/shmdoctor/shmdoctor/analyze"
 )
 
 // NVIDIA's recommended ulimits for GPU containers.

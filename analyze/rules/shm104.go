@@ -1,7 +1,10 @@
 package rules
 
-import "github.com/shmdoctor/shmdoctor/analyze"
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/shmdoctor/shmdoctor/analyze"
+)
 
 var shm104 = analyze.Rule{
 	ID:         "SHM104",

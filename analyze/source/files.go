@@ -1,12 +1,12 @@
 package source
 
 import (
-	"github.com/shmdoctor/shmdoctor/analyze"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/shmdoctor/shmdoctor/analyze"
 	"go.yaml.in/yaml/v3"
 )
 

@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/shmdoctor/shmdoctor/analyze"
 	"io"
 	"io/fs"
 	"sort"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/shmdoctor/shmdoctor/analyze"
 	"go.yaml.in/yaml/v3"
 )
 

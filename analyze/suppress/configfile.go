@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/shmdoctor/shmdoctor/analyze"
-	"github.com/shmdoctor/shmdoctor/analyze/rules"
-	"github.com/shmdoctor/shmdoctor/analyze/source"
 	"io"
 	"io/fs"
 	"os"
@@ -15,6 +12,9 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/analyze/rules"
+	"github.com/shmdoctor/shmdoctor/analyze/source"
 	"go.yaml.in/yaml/v3"
 )
 

@@ -2,11 +2,11 @@ package suppress
 
 import (
 	"errors"
-	"github.com/shmdoctor/shmdoctor/analyze"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/shmdoctor/shmdoctor/analyze"
 	"github.com/shmdoctor/shmdoctor/internal/testutil"
 )
 

@@ -2,12 +2,12 @@ package suppress
 
 import (
 	"fmt"
-	"github.com/shmdoctor/shmdoctor/analyze"
-	"github.com/shmdoctor/shmdoctor/analyze/rules"
 	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/analyze/rules"
 	"go.yaml.in/yaml/v3"
 )
 

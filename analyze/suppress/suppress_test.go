@@ -2,16 +2,16 @@ package suppress_test
 
 import (
 	"context"
-	"github.com/shmdoctor/shmdoctor/analyze"
-	"github.com/shmdoctor/shmdoctor/analyze/compose"
-	"github.com/shmdoctor/shmdoctor/analyze/rules"
-	"github.com/shmdoctor/shmdoctor/analyze/suppress"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/analyze/compose"
+	"github.com/shmdoctor/shmdoctor/analyze/rules"
+	"github.com/shmdoctor/shmdoctor/analyze/suppress"
 	"github.com/shmdoctor/shmdoctor/internal/testutil"
 )
 
