@@ -27,7 +27,7 @@ type Reproduction struct {
 	Match func(*Measurement) bool
 }
 
-// createErrorHas matches a measurement whose creation Docker (or Podman) refused with a
+// CreateErrorHas matches a measurement whose creation Docker (or Podman) refused with a
 // message holding s, in any case.
 func CreateErrorHas(s string) func(*Measurement) bool {
 	return func(m *Measurement) bool {

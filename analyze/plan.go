@@ -107,7 +107,7 @@ type ShmPlan struct {
 	Notes []string
 	// K8s holds what a Kubernetes container adds; nil for compose services.
 	K8s *K8sPlan
-	// secrets are the set variables of the project, which Shown hides.
+	// Secrets are the set variables of the project, which Shown hides.
 	Secrets []SetVar
 }
 

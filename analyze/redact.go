@@ -26,10 +26,10 @@ func (f *Finding) shown(plan *ShmPlan) {
 	f.Message, f.Remediation = plan.Shown(f.Message), plan.Shown(f.Remediation)
 }
 
-// setVar is a set variable and its value.
+// SetVar is a set variable and its value.
 type SetVar struct{ Name, Value string }
 
-// redactMsg writes each value of set in msg as ${NAME}: a quoted string that holds a part of
+// RedactMsg writes each value of set in msg as ${NAME}: a quoted string that holds a part of
 // a value of at least 3 characters, then the value wherever it appears. Values shorter than
 // minRedacted are only redacted when their variable is in only, the variables of the value the
 // message is about.

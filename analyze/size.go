@@ -24,7 +24,7 @@ func ParseSize(s string) (int64, error) {
 	return n, nil
 }
 
-// parseTmpfsSize parses a tmpfs size= option as the kernel does: k, m, g suffixes are binary;
+// ParseTmpfsSize parses a tmpfs size= option as the kernel does: k, m, g suffixes are binary;
 // a percentage of RAM depends on the host and gives ok=false.
 func ParseTmpfsSize(s string) (n int64, ok bool) {
 	s = strings.TrimSpace(strings.ToLower(s))

@@ -10,7 +10,7 @@ func RecommendedSize(p *ShmPlan) int64 {
 	return Friendly(n)
 }
 
-// keepSize is the shm_size to advise where a private /dev/shm replaces one that ipc: host,
+// KeepSize is the shm_size to advise where a private /dev/shm replaces one that ipc: host,
 // ipc: none or a mount decides: the shm_size written, when it is set and covers the target,
 // else the recommendation. Advice never goes below what the stack writes.
 func KeepSize(p *ShmPlan) int64 {
@@ -20,7 +20,7 @@ func KeepSize(p *ShmPlan) int64 {
 	return RecommendedSize(p)
 }
 
-// friendly rounds up: to a power of two MiB below 1 GiB, to whole GiB above.
+// Friendly rounds up: to a power of two MiB below 1 GiB, to whole GiB above.
 func Friendly(n int64) int64 {
 	if n >= 1<<30 {
 		return (n + 1<<30 - 1) / (1 << 30) * (1 << 30)
@@ -32,7 +32,7 @@ func Friendly(n int64) int64 {
 	return f
 }
 
-// why names what a recommendation rests on: the declared need or the profile's source.
+// Why names what a recommendation rests on: the declared need or the profile's source.
 func Why(p *ShmPlan) string {
 	switch {
 	case p.Need != nil:
@@ -43,6 +43,6 @@ func Why(p *ShmPlan) string {
 	return ""
 }
 
-// exceedsLimit is SHM012's condition: a /dev/shm of size bytes at or above the memory limit.
+// ExceedsLimit is SHM012's condition: a /dev/shm of size bytes at or above the memory limit.
 // watch applies it to the sizes it recommends.
 func ExceedsLimit(size, limit int64) bool { return size > 0 && size >= limit }

@@ -212,7 +212,7 @@ func (c Config) Suppressors() []*Suppressor {
 	return out
 }
 
-// pathIgnored reports whether a finding's file matches an ignore-paths glob, relative to
+// PathIgnored reports whether a finding's file matches an ignore-paths glob, relative to
 // the config file's folder dir.
 func PathIgnored(glob, dir, file string) bool {
 	if file == "" || file == StdinName {

@@ -66,7 +66,7 @@ func (ix *Index) add(path string, content []byte) error {
 				break
 			}
 			ix.Docs[path] = docs
-			return source.YamlError(ix.Display(path), content, err)
+			return source.YAMLError(ix.Display(path), content, err)
 		}
 		if len(doc.Content) > 0 {
 			if root := doc.Content[0]; root.Kind != yaml.MappingNode && !(root.Kind == yaml.ScalarNode && root.Tag == "!!null") {

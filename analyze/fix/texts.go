@@ -19,7 +19,7 @@ type Texts struct {
 // NewTexts makes the text view of a set.
 func NewTexts(set *source.Set) *Texts { return &Texts{set: set} }
 
-// source returns the line table of an indexed file.
+// Source returns the line table of an indexed file.
 func (ix *Texts) Source(path string) (*File, error) {
 	if s, ok := ix.lines[path]; ok {
 		return s, nil
@@ -40,7 +40,7 @@ func (ix *Texts) Source(path string) (*File, error) {
 	return s, nil
 }
 
-// layout is the indentation of an indexed file.
+// Layout is the indentation of an indexed file.
 func (ix *Texts) Layout(file string) layout {
 	if l, ok := ix.looks[file]; ok {
 		return l
@@ -59,7 +59,7 @@ type anchorTable struct {
 	aliased map[*yaml.Node]bool
 }
 
-// inAnchor names the anchor that n lies in, or is, when something aliases it: editing n
+// InAnchor names the anchor that n lies in, or is, when something aliases it: editing n
 // would then also edit every place that alias or a merge key reaches.
 func (ix *Texts) InAnchor(file string, n *yaml.Node) (string, bool) {
 	if ix.anchors == nil {

@@ -263,7 +263,7 @@ func anchorIn(n *yaml.Node) string {
 	return ""
 }
 
-// removeEntry deletes a key of a block mapping with its value, whole lines from the key's
+// RemoveEntry deletes a key of a block mapping with its value, whole lines from the key's
 // line to the end of its value, the key's own end-of-line comment included.
 func (s *File) RemoveEntry(parent, key, val *yaml.Node) (analyze.Edit, error) {
 	switch {
@@ -301,7 +301,7 @@ func scalarText(n *yaml.Node, v string) (string, bool) {
 	return "", false
 }
 
-// setScalar replaces a one-line scalar with value, written in the same style (plain,
+// SetScalar replaces a one-line scalar with value, written in the same style (plain,
 // single or double quoted).
 func (s *File) SetScalar(n *yaml.Node, value string) (analyze.Edit, error) {
 	if n.Kind == yaml.AliasNode || n.Anchor != "" {
@@ -319,7 +319,7 @@ func (s *File) SetScalar(n *yaml.Node, value string) (analyze.Edit, error) {
 	return s.edit(start, start+len(old), text), nil
 }
 
-// entry is YAML a fix adds: a key with a scalar value, entries below it, or sequence items
+// Entry is YAML a fix adds: a key with a scalar value, entries below it, or sequence items
 // (each a mapping).
 type Entry struct {
 	Key   string
@@ -412,7 +412,7 @@ func (s *File) insertAt(l int, lines []string) analyze.Edit {
 	return s.edit(at, at, text)
 }
 
-// insertEntries adds entries at the end of a block mapping, at its keys' indentation.
+// InsertEntries adds entries at the end of a block mapping, at its keys' indentation.
 func (s *File) InsertEntries(m *yaml.Node, l layout, es []Entry) (analyze.Edit, error) {
 	if m.Kind == yaml.MappingNode && m.Style&yaml.FlowStyle != 0 {
 		return analyze.Edit{}, fmt.Errorf("the mapping at %s is written in flow style: edit it by hand", s.At(m))
@@ -470,13 +470,13 @@ func (s *File) insertItem(seq *yaml.Node, l layout, item []Entry) (analyze.Edit,
 	return s.insertAt(end+1, lines), nil
 }
 
-// scalarRaw is a one-line scalar as written, quotes included.
+// ScalarRaw is a one-line scalar as written, quotes included.
 func (s *File) ScalarRaw(n *yaml.Node) (string, bool) {
 	e, err := s.SetScalar(n, n.Value)
 	return e.Old, err == nil
 }
 
-// addEntries adds entries to a mapping: at the end of a block mapping, or in place of an
+// AddEntries adds entries to a mapping: at the end of a block mapping, or in place of an
 // empty flow mapping ({}) written as key's value.
 func (s *File) AddEntries(key, m *yaml.Node, l layout, es []Entry) (analyze.Edit, error) {
 	if key != nil && m.Kind == yaml.MappingNode && len(m.Content) == 0 && m.Style&yaml.FlowStyle != 0 {
@@ -485,7 +485,7 @@ func (s *File) AddEntries(key, m *yaml.Node, l layout, es []Entry) (analyze.Edit
 	return s.InsertEntries(m, l, es)
 }
 
-// addItem adds a mapping to the list at key of mapping m, creating the key if needed.
+// AddItem adds a mapping to the list at key of mapping m, creating the key if needed.
 func (s *File) AddItem(m *yaml.Node, key string, l layout, item []Entry) (analyze.Edit, error) {
 	k, v, merged := source.FindKey(m, key)
 	if k == nil {
@@ -499,7 +499,7 @@ func (s *File) AddItem(m *yaml.Node, key string, l layout, item []Entry) (analyz
 	return e, err
 }
 
-// emptyMapping replaces the block mapping that is key's value with {}, keeping the comment
+// EmptyMapping replaces the block mapping that is key's value with {}, keeping the comment
 // on the key's line: "app:" and its entries become "app: {}".
 func (s *File) EmptyMapping(key, m *yaml.Node) (analyze.Edit, error) {
 	raw, ok := s.ScalarRaw(key)

@@ -21,10 +21,10 @@ import (
 )
 
 // Kind of a YAML input, told by its content.
-type inputKind int
+type InputKind int
 
 const (
-	InputCompose inputKind = iota
+	InputCompose InputKind = iota
 	InputKubernetes
 	inputHelm
 )
@@ -38,9 +38,9 @@ var (
 	helmAction = regexp.MustCompile(`(?m)^[ \t]*(?:-[ \t]+)?(?:[\w.\-/"']+[ \t]*:[ \t]+)?["']?(\{\{)`)
 )
 
-// sniff tells a Kubernetes manifest (documents with apiVersion and kind) and an unrendered
+// Sniff tells a Kubernetes manifest (documents with apiVersion and kind) and an unrendered
 // Helm template from a compose file. line is where the first template action is.
-func Sniff(b []byte) (kind inputKind, line, col int) {
+func Sniff(b []byte) (kind InputKind, line, col int) {
 	textual := k8sAPIVersion.Match(b) && k8sKind.Match(b)
 	if textual {
 		if m := helmAction.FindSubmatchIndex(b); m != nil {
@@ -71,8 +71,8 @@ func isK8sObject(n *yaml.Node) bool {
 	return n.Kind == yaml.MappingNode && source.Scalar(source.Get(n, "apiVersion")) != "" && source.Scalar(source.Get(n, "kind")) != ""
 }
 
-// sniffFile reads a file and sniffs it; unreadable files are compose's to report.
-func SniffFile(s *source.Sources, p string) inputKind {
+// SniffFile reads a file and sniffs it; unreadable files are compose's to report.
+func SniffFile(s *source.Sources, p string) InputKind {
 	b, err := source.ReadSource(s, p)
 	if err != nil {
 		return InputCompose
@@ -81,13 +81,13 @@ func SniffFile(s *source.Sources, p string) inputKind {
 	return k
 }
 
-// isYAMLName reports a .yaml or .yml file name.
+// IsYAMLName reports a .yaml or .yml file name.
 func IsYAMLName(name string) bool {
 	ext := strings.ToLower(filepath.Ext(name))
 	return ext == ".yaml" || ext == ".yml"
 }
 
-// folderManifests lists the Kubernetes manifests (and Helm templates, which report their
+// FolderManifests lists the Kubernetes manifests (and Helm templates, which report their
 // own error) directly in dir, sorted.
 func FolderManifests(s *source.Sources, dir string) []string {
 	entries, err := os.ReadDir(dir)
@@ -196,7 +196,7 @@ func parseManifest(display string, content []byte) ([]*yaml.Node, error) {
 			if errors.Is(err, io.EOF) {
 				return docs, nil
 			}
-			return docs, source.YamlError(display, content, err)
+			return docs, source.YAMLError(display, content, err)
 		}
 		if len(doc.Content) == 0 {
 			continue

@@ -18,7 +18,7 @@ type Set struct {
 	Names map[string]string       // display names (stdin)
 	Read  []string                // every file, in the order it was read
 	cwd   string                  // file names are shown relative to it when below it
-	// input reads the files, each once and bounded.
+	// Input reads the files, each once and bounded.
 	Input *Sources
 }
 
@@ -38,7 +38,7 @@ func (ix *Set) Files() []string {
 	return out
 }
 
-// display is a file's name as reports show it: relative to the working folder when below it.
+// Display is a file's name as reports show it: relative to the working folder when below it.
 func (ix *Set) Display(path string) string {
 	if n, ok := ix.Names[path]; ok {
 		return n
@@ -53,7 +53,7 @@ func (ix *Set) Pos(file string, n *yaml.Node) analyze.Pos {
 	return analyze.Pos{File: ix.Display(file), Line: n.Line, Column: n.Column}
 }
 
-// sorted lists the files by name, a stable order.
+// Sorted lists the files by name, a stable order.
 func (ix *Set) Sorted() []string {
 	out := make([]string, 0, len(ix.Docs))
 	for f := range ix.Docs {

@@ -11,7 +11,7 @@ import (
 	"syscall"
 )
 
-// sources reads every file one Load needs once, through one bounded reader, and keeps the
+// Sources reads every file one Load needs once, through one bounded reader, and keeps the
 // bytes: a manifest sniffed and then parsed, or a file both a PATH and an include, is read
 // once, and a FIFO keeps what it held. A nil *sources reads without keeping.
 type Sources struct {
@@ -26,7 +26,7 @@ type sourceFile struct {
 
 func NewSources() *Sources { return &Sources{files: map[string]sourceFile{}} }
 
-// read returns the bytes of path, at most MaxFileSize of them. Only a regular file is read,
+// Read returns the bytes of path, at most MaxFileSize of them. Only a regular file is read,
 // or a FIFO when explicit (a PATH given as <(...)): a device or a FIFO named by a compose
 // file, an include or a symlink would never end or would hang.
 func (s *Sources) Read(path string, explicit bool) ([]byte, error) {
@@ -96,7 +96,7 @@ func tooLarge(path string) error {
 	return fmt.Errorf("%s is larger than %d MiB", path, MaxFileSize>>20)
 }
 
-// readable refuses what is not a regular file, but a FIFO given explicitly.
+// Readable refuses what is not a regular file, but a FIFO given explicitly.
 func Readable(path string, m fs.FileMode, explicit bool) error {
 	switch {
 	case m.IsDir():
@@ -107,7 +107,7 @@ func Readable(path string, m fs.FileMode, explicit bool) error {
 	return fmt.Errorf("%s is not a regular file (%s)", path, FileKind(m))
 }
 
-// fileKind names a file type that is not a regular file.
+// FileKind names a file type that is not a regular file.
 func FileKind(m fs.FileMode) string {
 	switch {
 	case m&fs.ModeCharDevice != 0:

@@ -9,7 +9,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// keysScanned counts the mapping keys the doctor's own lookups read. The tests hold it to
+// KeysScanned counts the mapping keys the doctor's own lookups read. The tests hold it to
 // grow linearly with the input, which a lookup that reads a large mapping once per item of
 // it (every service of a 100,000-service file finding itself in services:) does not.
 var KeysScanned atomic.Int64

@@ -23,7 +23,7 @@ const (
 	maxResetWork   = 100_000 * 40
 )
 
-// quadratic returns the node to report and a message when loading root would cost more
+// Quadratic returns the node to report and a message when loading root would cost more
 // than a bound allows; nil when it is within them. root has passed expandedSize, so its
 // aliases expand to a bounded number of nodes.
 func Quadratic(root *yaml.Node) (*yaml.Node, string) {

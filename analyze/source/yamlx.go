@@ -17,7 +17,7 @@ import (
 // MaxFileSize bounds what the doctor reads as a compose file; real stacks are kilobytes.
 const MaxFileSize = 8 << 20
 
-// readSource reads a compose file the doctor is willing to parse: a regular file, bounded,
+// ReadSource reads a compose file the doctor is willing to parse: a regular file, bounded,
 // and text.
 func ReadSource(s *Sources, path string) ([]byte, error) {
 	b, err := s.Read(path, false)
@@ -37,7 +37,7 @@ func CheckText(b []byte) error {
 	return nil
 }
 
-// getKey returns a mapping's key and value nodes for name, looking through merge keys
+// GetKey returns a mapping's key and value nodes for name, looking through merge keys
 // (<<: *anchor) after the mapping's own keys, as YAML does.
 func GetKey(m *yaml.Node, name string) (*yaml.Node, *yaml.Node) {
 	m = Deref(m)
@@ -84,7 +84,7 @@ func Scalar(n *yaml.Node) string {
 	return n.Value
 }
 
-// scalars calls fn for every scalar under n with the name of the key it is the value of, or
+// Scalars calls fn for every scalar under n with the name of the key it is the value of, or
 // the key of the list holding it. Aliases are not followed: an anchor is visited where it is
 // defined, so an alias bomb costs nothing here.
 func Scalars(n *yaml.Node, key string, fn func(key string, v *yaml.Node)) {
@@ -108,7 +108,7 @@ func Scalars(n *yaml.Node, key string, fn func(key string, v *yaml.Node)) {
 // nodes written, or maxExpandedNodes, whichever is more.
 const maxExpandedNodes = 1_000_000
 
-// expansionLimit is the bound on n's size with aliases expanded.
+// ExpansionLimit is the bound on n's size with aliases expanded.
 func ExpansionLimit(n *yaml.Node) int64 {
 	return max(maxExpandedNodes, 4*writtenNodes(n))
 }
@@ -122,7 +122,7 @@ func writtenNodes(n *yaml.Node) int64 {
 	return size
 }
 
-// expandedSize counts the nodes of n with aliases expanded, memoised per node so that an
+// ExpandedSize counts the nodes of n with aliases expanded, memoised per node so that an
 // alias bomb is measured in linear time; it stops counting past limit.
 func ExpandedSize(n *yaml.Node, memo map[*yaml.Node]int64, limit int64) int64 {
 	if v, ok := memo[n]; ok {
@@ -142,7 +142,7 @@ func ExpandedSize(n *yaml.Node, memo map[*yaml.Node]int64, limit int64) int64 {
 	return size
 }
 
-// firstAlias is where an alias bomb is reported: the first alias written in n, in document
+// FirstAlias is where an alias bomb is reported: the first alias written in n, in document
 // order (n itself when it has none).
 func FirstAlias(n *yaml.Node) *yaml.Node {
 	if n.Kind == yaml.AliasNode {
@@ -156,12 +156,12 @@ func FirstAlias(n *yaml.Node) *yaml.Node {
 	return n
 }
 
-// yamlError turns a YAML parser error into one located at the offending token. yaml.v3
+// YAMLError turns a YAML parser error into one located at the offending token. yaml.v3
 // reports the line where the enclosing construct starts (its context mark), not where the
 // problem is: the token is found again by parsing growing prefixes from that line on, the
 // first prefix that fails with the same problem ending at it. An unclosed flow collection is
 // located at its unclosed bracket.
-func YamlError(file string, content []byte, err error) error {
+func YAMLError(file string, content []byte, err error) error {
 	line, msg := splitYAMLError(err)
 	if line > 0 && parserError(msg) {
 		line++ // yaml.v3 reports parser errors with a 0-based line
@@ -282,7 +282,7 @@ func lineCol(content []byte, off int) (int, int) {
 	return bytes.Count(before, []byte("\n")) + 1, utf8.RuneCount(before[nl+1:]) + 1
 }
 
-// duplicateKey finds a key written twice in one mapping, which docker compose refuses
+// DuplicateKey finds a key written twice in one mapping, which docker compose refuses
 // (yaml.v3's decoder does, into a map) but a yaml.Node accepts: the error is at the second key.
 // Each mapping's keys are checked through a set, in linear time: a mapping of 100,000 keys
 // compared pairwise would cost billions of comparisons.
@@ -310,7 +310,7 @@ func DuplicateKey(n *yaml.Node) (dup, first *yaml.Node) {
 	return nil, nil
 }
 
-// findKey is getKey without following the value's alias: it returns the value as written,
+// FindKey is getKey without following the value's alias: it returns the value as written,
 // and whether the key was found through a merge key rather than in the mapping itself.
 func FindKey(m *yaml.Node, name string) (key, val *yaml.Node, merged bool) {
 	m = Deref(m)
@@ -326,7 +326,7 @@ func FindKey(m *yaml.Node, name string) (key, val *yaml.Node, merged bool) {
 	return nil, nil, false
 }
 
-// aliased reports whether a mapping's direct key name has an alias as its value, or is
+// Aliased reports whether a mapping's direct key name has an alias as its value, or is
 // reached through a merge key: its node is then shared with whatever else uses the anchor.
 func Aliased(m *yaml.Node, name string) bool {
 	k, v, merged := FindKey(m, name)
@@ -352,7 +352,7 @@ func CleanPathErr(err error) string {
 	return err.Error()
 }
 
-// scalars0 lists the scalars of a sequence (or the one scalar).
+// Scalars0 lists the scalars of a sequence (or the one scalar).
 func Scalars0(n *yaml.Node) []string {
 	n = Deref(n)
 	if n == nil {

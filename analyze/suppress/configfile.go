@@ -112,7 +112,7 @@ func ReadConfigFile(file string) (*ConfigFile, error) {
 		if errors.Is(err, io.EOF) {
 			return c, nil // an empty config file sets nothing
 		}
-		return nil, source.YamlError(c.Path, b, err)
+		return nil, source.YAMLError(c.Path, b, err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {

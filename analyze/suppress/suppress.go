@@ -18,7 +18,7 @@ var ruleIDShape = regexp.MustCompile(`^(?i)shm\d{3}$`)
 // nextComment is a " # " that starts another comment after a reason ("#12" does not).
 var nextComment = regexp.MustCompile(`\s#(\s|$)`)
 
-// parseIgnore splits "SHM020,SHM012 reason" (commas or blanks between IDs; a rule's name,
+// ParseIgnore splits "SHM020,SHM012 reason" (commas or blanks between IDs; a rule's name,
 // ipc-host, in place of its ID) into rule IDs
 // and the reason, which ends where another " # " comment starts. At least one ID is
 // required: a bare ignore would silence rules no one named, including those added later.
@@ -59,7 +59,7 @@ func ParseIgnore(s string) (ids []string, reason string, err error) {
 	return ids, strings.TrimSpace(rest), nil
 }
 
-// directive is a # shmdoctor-ignore comment of a source file.
+// Directive is a # shmdoctor-ignore comment of a source file.
 type Directive struct {
 	Line, Col int // the comment's
 	Target    int // the line it applies to: its own, or the next one for a comment line; PastEnd when the file ends first
@@ -70,7 +70,7 @@ type Directive struct {
 
 var directiveRe = regexp.MustCompile(`^#\s*` + analyze.IgnoreDirective + `(?:\s+(.*))?$`)
 
-// scanDirectives finds the # shmdoctor-ignore comments of a file. Lines are scanned for
+// ScanDirectives finds the # shmdoctor-ignore comments of a file. Lines are scanned for
 // the position; only text that the YAML parser also saw as a comment counts, so a "#"
 // inside a quoted string or a block scalar is not a directive.
 func ScanDirectives(content []byte, docs []*yaml.Node) []Directive {
