@@ -349,7 +349,7 @@ func flagValue(words, flags []string) int {
 	return best
 }
 
-func (p *Profile) matchesImage(img profileImage) bool {
+func (p *Profile) matchesImage(img ProfileImage) bool {
 	if img.Path == "" {
 		return false
 	}
@@ -385,8 +385,8 @@ func profileWordsMatch(want, words []string) bool {
 	return true
 }
 
-// profileImage is an image reference reduced to what identifies the software in it.
-type profileImage struct {
+// ProfileImage is an image reference reduced to what identifies the software in it.
+type ProfileImage struct {
 	host string // registry host as written, "" when the reference names none
 	Path string // repository path below the host, without Docker Hub's "library/"
 }
@@ -395,7 +395,7 @@ type profileImage struct {
 // stand in for the variable: "${REGISTRY:-docker.io}/postgres:${PG:-16}" is still postgres.
 var profileVarDefault = regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*:?-([^}]*)\}`)
 
-func ParseProfileImage(ref string) profileImage {
+func ParseProfileImage(ref string) ProfileImage {
 	ref = strings.ToLower(profileVarDefault.ReplaceAllString(strings.TrimSpace(ref), "${1}"))
 	if at := strings.IndexByte(ref, '@'); at >= 0 {
 		ref = ref[:at]
@@ -407,7 +407,7 @@ func ParseProfileImage(ref string) profileImage {
 		ref = ref[:slash+1+colon]
 	}
 	segs := strings.Split(ref, "/")
-	var img profileImage
+	var img ProfileImage
 	if len(segs) > 1 && profileRegistryHost(segs[0]) {
 		img.host, segs = segs[0], segs[1:]
 	}
@@ -424,7 +424,7 @@ func profileRegistryHost(seg string) bool {
 	return seg == "localhost" || strings.ContainsAny(seg, ".:$")
 }
 
-func (img profileImage) matches(pattern string) bool {
+func (img ProfileImage) matches(pattern string) bool {
 	want := strings.Split(pattern, "/")
 	if profileRegistryHost(want[0]) {
 		have := append([]string{img.host}, strings.Split(img.Path, "/")...)

@@ -32,8 +32,8 @@ func Friendly(n int64) int64 {
 	return f
 }
 
-// Why names what a recommendation rests on: the declared need or the profile's source.
-func Why(p *ShmPlan) string {
+// NeedBasis names what a recommendation rests on: the declared need or the profile's source.
+func NeedBasis(p *ShmPlan) string {
 	switch {
 	case p.Need != nil:
 		return "the declared need (" + p.NeedFrom + ") is " + FormatSize(*p.Need)

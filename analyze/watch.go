@@ -250,7 +250,7 @@ func Recommend(p *Project, service string, peak int64, current, observedLimit *i
 	if plan != nil {
 		if t := plan.Target(); t > 0 {
 			r.FloorBytes = t
-			r.FloorFrom = Why(plan)
+			r.FloorFrom = NeedBasis(plan)
 		}
 		if plan.MemLimit != nil {
 			r.MemLimitBytes = plan.MemLimit

@@ -40,7 +40,7 @@ var shm010 = analyze.Rule{
 		}
 		f := analyze.Finding{
 			Pos:         at,
-			Message:     fmt.Sprintf("%s: /dev/shm is the %s default, and %s", what, analyze.FormatSize(p.Config.Target.Engine().DefaultShm), analyze.Why(plan)),
+			Message:     fmt.Sprintf("%s: /dev/shm is the %s default, and %s", what, analyze.FormatSize(p.Config.Target.Engine().DefaultShm), analyze.NeedBasis(plan)),
 			Remediation: fmt.Sprintf("Set shm_size: %s on the service.%s", analyze.ComposeSize(size), memoryNote(plan, size)),
 		}
 		f.Attach(fixShmSize(p, plan, size))

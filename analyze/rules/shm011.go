@@ -58,7 +58,7 @@ var shm011 = analyze.Rule{
 		f := analyze.Finding{
 			Severity:    sev,
 			Pos:         at,
-			Message:     fmt.Sprintf("/dev/shm is %s, below %s: %s", analyze.FormatSize(have), analyze.FormatSize(target), analyze.Why(plan)),
+			Message:     fmt.Sprintf("/dev/shm is %s, below %s: %s", analyze.FormatSize(have), analyze.FormatSize(target), analyze.NeedBasis(plan)),
 			Remediation: fmt.Sprintf("Raise %s to %s.%s", fixKey, analyze.ComposeSize(size), memoryNote(plan, size)),
 		}
 		switch {
