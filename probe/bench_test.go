@@ -6,8 +6,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -239,4 +245,79 @@ func bareRun(b *testing.B, config *container.Config, host *container.HostConfig)
 	if !parsed.Complete || parsed.Report.SizeBytes == nil {
 		b.Fatalf("no report: %q", out.String())
 	}
+}
+
+// doctorBinaries builds the doctor the two ways users get it, once per process: static, as
+// `make build` and the release builds do, and dynamically linked, as `go install` with cgo on
+// does, in the test agent's folder. The image key of each is what BenchmarkImageKey measures.
+var doctorBinaries = sync.OnceValues(func() (map[string]string, error) {
+	dir := filepath.Dir(testAgent) // removed when the tests end
+	bins := map[string]string{}
+	for name, env := range map[string][]string{
+		"static":  {"CGO_ENABLED=0"},
+		"dynamic": {"CGO_ENABLED=1"},
+	} {
+		bin := filepath.Join(dir, name, "shmdoctor")
+		args := []string{"build", "-o", bin}
+		if name == "static" {
+			args = append(args, "-trimpath", "-ldflags=-s -w")
+		}
+		cmd := exec.Command("go", append(args, "../cmd/shmdoctor")...)
+		cmd.Env = append(os.Environ(), env...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("building the %s doctor: %v\n%s", name, err, out)
+		}
+		bins[name] = bin
+	}
+	return bins, nil
+})
+
+// BenchmarkImageKey is what every run spends choosing its agent and naming its probe image,
+// for the doctor built statically and dynamically linked (its image then carries its
+// libraries too): each iteration is a new doctor process, so that nothing this process read
+// before counts. "recorded" is every run but the first of a binary built racyAge ago or more,
+// which takes its recorded digest; "first" is the first run of a binary, which hashes it.
+func BenchmarkImageKey(b *testing.B) {
+	bins, err := doctorBinaries()
+	if err != nil {
+		b.Fatal(err)
+	}
+	saved := digestClock
+	digestClock = func() time.Time { return time.Now().Add(racyAge + time.Minute) } // built a while ago
+	b.Cleanup(func() {
+		digestClock = saved
+		forgetAgents()
+	})
+	for _, name := range []string{"static", "dynamic"} {
+		for _, run := range []string{"recorded", "first"} {
+			b.Run(name+"/"+run, func(b *testing.B) {
+				bin := bins[name]
+				if _, err := selectAgent(bin, "linux", runtime.GOARCH); err != nil {
+					b.Fatal(err)
+				}
+				cpu := cpuTime()
+				b.ResetTimer()
+				for b.Loop() {
+					forgetAgents()
+					if run == "first" {
+						forgetDigest(bin)
+					}
+					if _, err := selectAgent(bin, "linux", runtime.GOARCH); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+			})
+		}
+	}
+}
+
+// cpuTime is the CPU time this process has used, user and system: on a machine shared with
+// other work, the figure that does not depend on how long the benchmark waited for a CPU.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -14,9 +14,19 @@ import (
 // leftover: a live run's containers are stopped only for the moment between exit and removal.
 var cleanGrace = time.Minute
 
-// cleanOnly, when set, limits the images Clean removes to those of this agent digest: tests
-// share the daemon with other doctors and remove only the images they made.
-var cleanOnly string
+// cleanScope, when set, limits what Clean removes to what one test made: the images of one
+// agent digest (the value of LabelImage) and the containers of one project. Tests share the
+// daemon with other doctors, other packages' tests among them, and must not take away an
+// image or a container one of those is about to use.
+var cleanScope struct {
+	digest  string
+	project string
+}
+
+// inScope reports whether Clean may remove the container s.
+func inScope(s container.Summary) bool {
+	return cleanScope.project == "" || s.Labels[LabelProject] == cleanScope.project
+}
 
 // Clean removes the probe images and any leftover probe containers and watch companions
 // (`shmdoctor probe --clean`). Containers of a doctor probing right now are left alone, and so
@@ -37,6 +47,9 @@ func Clean(ctx context.Context, c Client) (containers, images int, err error) {
 	}
 	var errs []error
 	containers, err = removeContainers(ctx, c, now, func(s container.Summary, age time.Duration) bool {
+		if !inScope(s) {
+			return false
+		}
 		if s.State == container.StateRunning {
 			return isLeftover(s, age, StaleAge)
 		}
@@ -56,8 +69,8 @@ func Clean(ctx context.Context, c Client) (containers, images int, err error) {
 	}
 
 	f := make(client.Filters).Add("label", LabelImage)
-	if cleanOnly != "" {
-		f = make(client.Filters).Add("label", LabelImage+"="+cleanOnly)
+	if cleanScope.digest != "" {
+		f = make(client.Filters).Add("label", LabelImage+"="+cleanScope.digest)
 	}
 	list, err := c.ImageList(ctx, client.ImageListOptions{All: true, Filters: f})
 	if err != nil {
@@ -101,7 +114,7 @@ func Clean(ctx context.Context, c Client) (containers, images int, err error) {
 // a live watch end with it.
 func removeCompanions(ctx context.Context, c Client, now time.Time) (int, error) {
 	return removeLabelled(ctx, c, LabelWatch, "watch companion", now, func(s container.Summary, age time.Duration) bool {
-		return stateOf(s.Labels[LabelRunLock]) == lockDead || s.State != container.StateRunning && age >= cleanGrace
+		return inScope(s) && (stateOf(s.Labels[LabelRunLock]) == lockDead || s.State != container.StateRunning && age >= cleanGrace)
 	})
 }
 

@@ -21,8 +21,10 @@ import (
 
 // imageFile is one regular file of the probe image's root filesystem.
 type imageFile struct {
-	path string // absolute path in the image
-	data []byte
+	path string      // absolute path in the image
+	src  string      // the file of this machine's it is read from, for a library
+	info os.FileInfo // what src was when it was read or found
+	data []byte      // nil until read: a run whose image exists reads no library
 }
 
 // libraryPath is the loader's search path set in the probe image of a dynamically linked
@@ -38,46 +40,50 @@ func libraryPath(libs []imageFile) string {
 }
 
 // sharedLibraries returns the ELF interpreter and the shared libraries, needed directly or
-// through another library, of the dynamically linked executable f, read from this machine;
-// nil for a static executable.
+// through another library, of the dynamically linked executable f, found on this machine
+// and not yet read; nil for a static executable.
 func sharedLibraries(f *elf.File) ([]imageFile, error) {
 	interp, err := interpreter(f)
 	if err != nil || interp == "" {
 		return nil, err
 	}
-	data, err := readLibrary(interp, f)
+	il, err := openLibrary(interp, f)
 	if err != nil {
 		return nil, fmt.Errorf("reading the ELF interpreter %s: %w", interp, err)
 	}
-	files := []imageFile{{path: interp, data: data}}
+	files := []imageFile{il.file}
 	dirs := librarySearchPath(interp)
 	seen := map[string]bool{path.Base(interp): true}
-	queue := []*elf.File{f}
+	needed, err := f.ImportedLibraries()
+	queue := []library{{needed: needed, neededErr: err, runPath: runPath(f)}}
 	for len(queue) > 0 {
 		obj := queue[0]
 		queue = queue[1:]
-		needed, err := obj.ImportedLibraries()
-		if err != nil {
-			return nil, fmt.Errorf("reading the needed libraries: %w", err)
+		if obj.neededErr != nil {
+			return nil, fmt.Errorf("reading the needed libraries: %w", obj.neededErr)
 		}
-		for _, name := range needed {
+		for _, name := range obj.needed {
 			if seen[name] {
 				continue
 			}
 			seen[name] = true
-			lib, data, err := findLibrary(name, append(runPath(obj), dirs...), f)
+			lib, err := findLibrary(name, append(obj.runPath, dirs...), f)
 			if err != nil {
 				return nil, err
 			}
-			files = append(files, imageFile{path: lib, data: data})
-			dep, err := elf.NewFile(bytes.NewReader(data))
-			if err != nil {
-				return nil, fmt.Errorf("reading %s: %w", lib, err)
-			}
-			queue = append(queue, dep)
+			files = append(files, lib.file)
+			queue = append(queue, lib)
 		}
 	}
 	return files, nil
+}
+
+// library is a shared library found for the executable, with what it needs in turn.
+type library struct {
+	file      imageFile
+	needed    []string
+	neededErr error
+	runPath   []string
 }
 
 // interpreter returns the PT_INTERP path of f, "" for a static executable.
@@ -161,33 +167,41 @@ func ldSoConf(name string, depth int) []string {
 // findLibrary looks for the library name in dirs and returns the first that is an ELF shared
 // object of exe's class and machine (a 32-bit libc in /usr/lib32 is passed over, as the
 // loader passes it over).
-func findLibrary(name string, dirs []string, exe *elf.File) (string, []byte, error) {
+func findLibrary(name string, dirs []string, exe *elf.File) (library, error) {
 	if strings.Contains(name, "/") {
-		data, err := readLibrary(name, exe)
-		return name, data, err
+		return openLibrary(name, exe)
 	}
 	for _, d := range dirs {
-		p := path.Join(d, name)
-		if data, err := readLibrary(p, exe); err == nil {
-			return p, data, nil
+		if lib, err := openLibrary(path.Join(d, name), exe); err == nil {
+			return lib, nil
 		}
 	}
-	return "", nil, fmt.Errorf("the shared library %s, which the doctor's binary needs, is in none of %s", name, strings.Join(dirs, ", "))
+	return library{}, fmt.Errorf("the shared library %s, which the doctor's binary needs, is in none of %s", name, strings.Join(dirs, ", "))
 }
 
-// readLibrary reads the ELF object at p, following links, when it matches exe's class and
-// machine.
-func readLibrary(p string, exe *elf.File) ([]byte, error) {
-	data, err := os.ReadFile(p)
+// openLibrary reads the ELF headers of the object at p, following links, when it matches
+// exe's class and machine, and the libraries it needs; its bytes are read when the image is
+// made.
+func openLibrary(p string, exe *elf.File) (library, error) {
+	f, err := os.Open(p)
 	if err != nil {
-		return nil, err
+		return library{}, err
 	}
-	lib, err := elf.NewFile(bytes.NewReader(data))
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("%s is not an ELF object", p)
+		return library{}, err
+	}
+	if !fi.Mode().IsRegular() {
+		return library{}, fmt.Errorf("%s is not a regular file", p)
+	}
+	lib, err := elf.NewFile(f)
+	if err != nil {
+		return library{}, fmt.Errorf("%s is not an ELF object", p)
 	}
 	if lib.Class != exe.Class || lib.Machine != exe.Machine {
-		return nil, errors.New(p + " is built for another machine")
+		return library{}, errors.New(p + " is built for another machine")
 	}
-	return data, nil
+	needed, err := lib.ImportedLibraries()
+	return library{file: imageFile{path: p, src: p, info: fi}, needed: needed, neededErr: err, runPath: runPath(lib)}, nil
 }

@@ -5,9 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"crypto/sha256"
 	"debug/elf"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -83,11 +81,12 @@ const (
 
 // agentBinary is the agent chosen for the daemon's platform.
 type agentBinary struct {
-	data     []byte
+	data     []byte      // nil until read: a run whose image exists may never read it
 	libs     []imageFile // a dynamically linked agent's interpreter and shared libraries
 	digest   string      // hex sha256 of the binary, and of its libraries when it has any
 	platform string      // linux/amd64
 	from     string      // the file it was read from, or "embedded"
+	embedded bool
 }
 
 func (a *agentBinary) ref() string { return ImageRepository + ":" + a.digest[:12] }
@@ -126,9 +125,10 @@ var elfMachines = map[elf.Machine]string{
 	elf.EM_RISCV:   "riscv64",
 }
 
-// linuxExecutable reads a Linux ELF executable and its GOARCH, or says why data is not one.
-func linuxExecutable(data []byte) (*elf.File, string, error) {
-	f, err := elf.NewFile(bytes.NewReader(data))
+// linuxExecutable reads the headers of a Linux ELF executable and its GOARCH, or says why r
+// does not hold one.
+func linuxExecutable(r io.ReaderAt) (*elf.File, string, error) {
+	f, err := elf.NewFile(r)
 	if err != nil {
 		return nil, "", errors.New("not an ELF executable")
 	}
@@ -176,58 +176,61 @@ func selectAgent(binary, goos, goarch string) (*agentBinary, error) {
 		binary = exe
 	}
 	if !forced {
-		data, err := readBinary(binary)
-		if err != nil {
-			why = err.Error()
-		} else if f, arch, err := linuxExecutable(data); err != nil {
-			why = fmt.Sprintf("%s is %v", binary, err)
-		} else if arch != goarch {
-			why = fmt.Sprintf("%s is a linux/%s executable", binary, arch)
-		} else if libs, err := sharedLibraries(f); err != nil {
-			why = fmt.Sprintf("%s is dynamically linked and %v", binary, err)
-		} else {
-			return newAgentBinary(data, libs, platform, binary), nil
+		agent, err := localAgent(binary, goarch)
+		if err == nil {
+			return agent, nil
 		}
+		why = err.Error()
+	}
+	if d, ok := embeddedDigests.Load(platform); ok {
+		return &agentBinary{digest: d.(string), platform: platform, from: "embedded", embedded: true}, nil
 	}
 	data, err := embeddedAgent(platform)
 	if err != nil {
 		return nil, err
 	}
 	if len(data) > 0 {
-		return newAgentBinary(data, nil, platform, "embedded"), nil
+		digest := agentDigest(data, nil)
+		embeddedDigests.Store(platform, digest)
+		return &agentBinary{data: data, digest: digest, platform: platform, from: "embedded", embedded: true}, nil
 	}
 	return nil, fmt.Errorf("no probe agent for the daemon's platform %s: %s and this build embeds no agent for it; "+
 		"build the doctor with CGO_ENABLED=0 GOOS=linux GOARCH=%s go build ./cmd/shmdoctor and run that binary, "+
 		"or use a release build (they embed agents for linux/amd64 and linux/arm64)", platform, why, goarch)
 }
 
-var binaryCache sync.Map // path → []byte
-
-func readBinary(path string) ([]byte, error) {
-	st, err := os.Stat(path)
+// localAgent is the agent binary when it is a Linux executable for goarch, with the shared
+// libraries it needs; the error says why it is not one. Its bytes are read only when their
+// digest is not recorded for the files as they are (see localDigest).
+func localAgent(binary, goarch string) (*agentBinary, error) {
+	f, err := os.Open(binary)
 	if err != nil {
 		return nil, fmt.Errorf("reading the agent binary: %w", err)
 	}
-	key := fmt.Sprintf("%s\x00%d\x00%d", path, st.Size(), st.ModTime().UnixNano())
-	if v, ok := binaryCache.Load(key); ok {
-		return v.([]byte), nil
-	}
-	data, err := os.ReadFile(path)
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("reading the agent binary: %w", err)
 	}
-	binaryCache.Store(key, data)
-	return data, nil
-}
-
-func newAgentBinary(data []byte, libs []imageFile, platform, from string) *agentBinary {
-	h := sha256.New()
-	h.Write(data)
-	for _, l := range libs {
-		fmt.Fprintf(h, "\x00%s\x00%d\x00", l.path, len(l.data))
-		h.Write(l.data)
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", binary)
 	}
-	return &agentBinary{data: data, libs: libs, digest: hex.EncodeToString(h.Sum(nil)), platform: platform, from: from}
+	ef, arch, err := linuxExecutable(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s is %v", binary, err)
+	}
+	if arch != goarch {
+		return nil, fmt.Errorf("%s is a linux/%s executable", binary, arch)
+	}
+	libs, err := sharedLibraries(ef)
+	if err != nil {
+		return nil, fmt.Errorf("%s is dynamically linked and %v", binary, err)
+	}
+	digest, data, libs, err := localDigest(binary, f, fi, libs)
+	if err != nil {
+		return nil, err
+	}
+	return &agentBinary{data: data, libs: libs, digest: digest, platform: "linux/" + goarch, from: binary}, nil
 }
 
 // Image returns the probe image for the daemon's platform, importing it when the daemon
@@ -353,7 +356,10 @@ func agentLayer(agent *agentBinary) ([]byte, error) {
 			Name: strings.TrimPrefix(dir, "/") + "/", Mode: 0o755, Typeflag: tar.TypeDir, ModTime: mtime, Format: tar.FormatPAX,
 		})
 	}
-	files := append([]imageFile{{path: agentPath, data: agent.data}}, agent.libs...)
+	files, err := agent.files()
+	if err != nil {
+		return nil, err
+	}
 	for _, f := range files {
 		if err := mkdir(path.Dir(f.path)); err != nil {
 			return nil, fmt.Errorf("building the probe image layer: %w", err)

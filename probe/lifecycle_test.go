@@ -32,17 +32,23 @@ func leftover(t *testing.T, project, runID string) string {
 // leftoverLabelled creates a container of the probe image with these labels, never started.
 func leftoverLabelled(t *testing.T, labels map[string]string) string {
 	t.Helper()
-	c := daemon(t)
-	ctx := context.Background()
 	agent, err := selectAgent(testAgent, "linux", "amd64")
 	if err != nil {
 		t.Fatal(err)
 	}
-	image, err := ensureImage(ctx, c, agent)
+	image, err := ensureImage(context.Background(), daemon(t), agent)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{Image: image, Config: &container.Config{Labels: labels}})
+	return leftoverOf(t, image, labels)
+}
+
+// leftoverOf creates a container of image with these labels, never started, removed when
+// the test ends.
+func leftoverOf(t *testing.T, image string, labels map[string]string) string {
+	t.Helper()
+	c := daemon(t)
+	res, err := c.ContainerCreate(context.Background(), client.ContainerCreateOptions{Image: image, Config: &container.Config{Labels: labels}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,6 +56,14 @@ func leftoverLabelled(t *testing.T, labels map[string]string) string {
 		_, _ = c.ContainerRemove(context.Background(), res.ID, client.ContainerRemoveOptions{Force: true})
 	})
 	return res.ID
+}
+
+// scopeClean limits what Clean removes, until the test ends, to the images of digest and the
+// containers of project: what the test made.
+func scopeClean(t *testing.T, digest, project string) {
+	saved := cleanScope
+	cleanScope.digest, cleanScope.project = digest, project
+	t.Cleanup(func() { cleanScope = saved })
 }
 
 func exists(t *testing.T, id string) bool {
@@ -61,53 +75,85 @@ func exists(t *testing.T, id string) bool {
 	return err == nil
 }
 
-// TestClean: `shmdoctor probe --clean` removes a crashed run's leftover and the probe image,
-// and leaves a live run's container alone. Not parallel: it removes every probe image.
+// TestClean: `shmdoctor probe --clean` removes a crashed run's leftover, a watch companion
+// that never started and, once no container uses it, the probe image, and leaves a live
+// run's container alone. Other doctors use the daemon at the same time (other packages'
+// tests among them), so Clean is limited to what this test made: the image of an agent of
+// its own and the containers of its project (scopeClean). An image and a leftover outside
+// that scope, as another doctor's, must stay. Not parallel: Clean keeps the images while a
+// run of this process lives.
 func TestClean(t *testing.T) {
 	o := testOptions(t)
-	id := leftover(t, o.Project, "crashed")
+	ctx := context.Background()
+	image := func(bin string) (*agentBinary, string) {
+		agent, err := selectAgent(bin, "linux", "amd64")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, err := ensureImage(ctx, daemon(t), agent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return agent, ref
+	}
+	bin, digest := privateAgent(t)
+	agent, ref := image(bin)
+	otherBin, otherDigest := privateAgent(t)
+	_, otherRef := image(otherBin)
+	scopeClean(t, digest, o.Project)
+
+	id := leftoverOf(t, ref, map[string]string{LabelProbe: "crashed", LabelProject: o.Project})
 	// A watch companion created by a doctor killed before it could attach and start it.
-	companion := leftoverLabelled(t, map[string]string{LabelWatch: "gone", LabelProject: o.Project})
+	companion := leftoverOf(t, ref, map[string]string{LabelWatch: "gone", LabelProject: o.Project})
+	// Another doctor's crashed run, with the other image.
+	other := leftoverOf(t, otherRef, map[string]string{LabelProbe: "crashed", LabelProject: o.Project + "-other"})
 	saved := cleanGrace
 	t.Cleanup(func() { cleanGrace = saved })
 	cleanGrace = 2 * time.Second
 	time.Sleep(3100 * time.Millisecond)
-	young := leftover(t, o.Project, "live-run")
-	containers, _, err := Clean(context.Background(), daemon(t))
+	young := leftoverOf(t, ref, map[string]string{LabelProbe: "live-run", LabelProject: o.Project})
+	containers, images, err := Clean(ctx, daemon(t))
 	if err != nil {
 		t.Fatalf("Clean: %v", err)
 	}
-	if containers < 2 || exists(t, id) || exists(t, companion) {
-		t.Errorf("Clean removed %d containers; leftover still there: %v, companion still there: %v", containers, exists(t, id), exists(t, companion))
+	if containers != 2 || exists(t, id) || exists(t, companion) {
+		t.Errorf("Clean removed %d containers, want 2; leftover still there: %v, companion still there: %v", containers, exists(t, id), exists(t, companion))
 	}
 	// The image a live run's container uses stays until that run is over.
-	if !exists(t, young) {
-		t.Error("Clean removed a container created a moment ago (a live run's)")
+	if !exists(t, young) || images != 0 || imageCount(t, digest) != 1 {
+		t.Errorf("Clean removed %d images and the container created a moment ago (a live run's) is there: %v", images, exists(t, young))
 	}
-	_, _ = daemon(t).ContainerRemove(context.Background(), young, client.ContainerRemoveOptions{Force: true})
-	if _, images, err := Clean(context.Background(), daemon(t)); err != nil || images < 1 {
-		t.Errorf("second Clean: %d images, %v", images, err)
+	_, _ = daemon(t).ContainerRemove(ctx, young, client.ContainerRemoveOptions{Force: true})
+	if _, images, err := Clean(ctx, daemon(t)); err != nil || images != 1 || imageCount(t, digest) != 0 {
+		t.Errorf("second Clean: %d images removed, %d left, %v; want 1 removed, none left", images, imageCount(t, digest), err)
 	}
-	// Other packages' tests probe the same daemon at the same time with their own binaries,
-	// so only this test's image is known to be unused: it must be gone.
-	agent, _ := selectAgent(testAgent, "linux", "amd64")
-	f := make(client.Filters).Add("label", LabelImage+"="+agent.digest)
-	if list, err := daemon(t).ImageList(context.Background(), client.ImageListOptions{Filters: f}); err != nil || len(list.Items) > 0 {
-		t.Errorf("the test's probe image after Clean: %v %v", list.Items, err)
+	if n := imageCount(t, otherDigest); n != 1 || !exists(t, other) {
+		t.Errorf("Clean went beyond its scope: %d of the other image, the other leftover there: %v", n, exists(t, other))
 	}
 
 	// The image comes back on demand, built from the binary and never pulled.
-	ref, err := Image(context.Background(), daemon(t), testAgent)
+	ref, err = Image(ctx, daemon(t), bin)
 	if err != nil {
 		t.Fatalf("Image: %v", err)
 	}
-	img, err := daemon(t).ImageInspect(context.Background(), ref)
+	img, err := daemon(t).ImageInspect(ctx, ref)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg := img.Config; cfg == nil || strings.Join(cfg.Entrypoint, " ") != "/shmdoctor agent" || cfg.Labels[LabelImage] != agent.digest || ref != agent.ref() {
 		t.Errorf("image %s: config %+v", ref, img.Config)
 	}
+}
+
+// imageCount counts the images of an agent digest, tagged or not.
+func imageCount(t *testing.T, digest string) int {
+	t.Helper()
+	f := make(client.Filters).Add("label", LabelImage+"="+digest)
+	list, err := daemon(t).ImageList(context.Background(), client.ImageListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(list.Items)
 }
 
 func TestSSHDialer(t *testing.T) {

@@ -155,13 +155,12 @@ func TestRunLockReleased(t *testing.T) {
 
 // TestCleanSparesLiveRuns: `probe --clean` removes a dead run's containers at once, running
 // or not, spares a live run's and keeps the probe images while a run lives; once no run
-// lives, the images go. Not parallel: it removes leftovers of any run.
+// lives, the images go. Clean is limited to this test's image and project (scopeClean); not
+// parallel, for it reads every run lock of this process.
 func TestCleanSparesLiveRuns(t *testing.T) {
 	o := testOptions(t)
 	bin, digest := privateAgent(t)
-	saved := cleanOnly
-	cleanOnly = digest
-	t.Cleanup(func() { cleanOnly = saved })
+	scopeClean(t, digest, o.Project)
 	agent, err := selectAgent(bin, "linux", "amd64")
 	if err != nil {
 		t.Fatal(err)
@@ -205,16 +204,14 @@ func countImages(t *testing.T, digest string, untagged bool) int {
 }
 
 // TestCleanRace: `probe --clean` run again and again while four doctors probe: no service
-// reports a false SHM205 "No such image". Clean is limited to this test's image (cleanOnly).
-// Not parallel: Clean removes leftovers of any run.
+// reports a false SHM205 "No such image". Clean is limited to this test's image and project
+// (scopeClean).
 func TestCleanRace(t *testing.T) {
 	o := testOptions(t)
 	o.WriteProbe = "off"
 	bin, digest := privateAgent(t)
 	o.Binary = bin
-	saved := cleanOnly
-	cleanOnly = digest
-	t.Cleanup(func() { cleanOnly = saved })
+	scopeClean(t, digest, o.Project)
 
 	stop := make(chan struct{})
 	var cleans, removed atomic.Int64

@@ -194,7 +194,11 @@ func TestSelectAgent(t *testing.T) {
 
 	// A release build's agents, as `make release` compresses them.
 	saved := embeddedAgents
-	t.Cleanup(func() { embeddedAgents = saved })
+	t.Cleanup(func() {
+		embeddedAgents = saved
+		forgetAgents()
+	})
+	forgetAgents()
 	var gz bytes.Buffer
 	zw := gzip.NewWriter(&gz)
 	_, _ = zw.Write([]byte("arm64 agent"))
@@ -211,8 +215,11 @@ func TestSelectAgent(t *testing.T) {
 	}
 	// SHMDOCTOR_PROBE_AGENT=embedded skips the doctor's own binary, even a usable one.
 	t.Setenv(AgentEnv, "embedded")
-	if a, err := selectAgent("", "linux", "arm64"); err != nil || a.from != "embedded" {
+	// The digest is known by now: the bytes are read again only to make the image.
+	if a, err := selectAgent("", "linux", "arm64"); err != nil || a.from != "embedded" || a.digest != agentDigest([]byte("arm64 agent"), nil) {
 		t.Errorf("%s=embedded: %v %+v", AgentEnv, err, a)
+	} else if files, err := a.files(); err != nil || string(files[0].data) != "arm64 agent" {
+		t.Errorf("%s=embedded: image files %v, %v", AgentEnv, files, err)
 	}
 	if _, err := selectAgent("", "linux", "riscv64"); err == nil || !strings.Contains(err.Error(), AgentEnv+" is embedded and this build embeds no agent for it") {
 		t.Errorf("%s=embedded without an agent: %v", AgentEnv, err)
@@ -307,4 +314,11 @@ func TestAgentOnHost(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("the write probe left %d files", len(entries))
 	}
+}
+
+// forgetAgents forgets the agent digests this process knows, as a new doctor process would;
+// those recorded in the lock directory stay.
+func forgetAgents() {
+	digests.Clear()
+	embeddedDigests.Clear()
 }
