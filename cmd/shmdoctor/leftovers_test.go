@@ -114,24 +114,26 @@ func removeProjectContainers(t *testing.T, c *client.Client, project string) {
 	}
 }
 
-// TestColdConcurrentDoctors starts four doctors at once with no probe image on the daemon:
-// they leave one tagged image and no untagged one. The doctor's binary gets bytes of its own
-// appended (the loader ignores them), so that its probe image is this test's alone and the
-// test removes only what it made.
-func TestColdConcurrentDoctors(t *testing.T) {
-	c := dockerClient(t)
+// privateDoctor copies the doctor's binary with bytes of its own appended (the loader
+// ignores them), so that the probe image made from it is the test's alone: the test then
+// removes only what it made. It returns the copy and a function that lists the IDs of the
+// copy's probe images on the daemon (only the untagged ones when dangling); those images are
+// removed when the test ends.
+func privateDoctor(t *testing.T, c *client.Client) (bin string, images func(dangling bool) []string) {
+	t.Helper()
 	data, err := os.ReadFile(buildDoctor(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	data = append(data, []byte(randomHex(16))...)
-	bin := filepath.Join(t.TempDir(), "shmdoctor")
+	bin = filepath.Join(t.TempDir(), "shmdoctor")
 	if err := os.WriteFile(bin, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(data)
 	digest := hex.EncodeToString(sum[:])
-	images := func(dangling bool) []string {
+	images = func(dangling bool) []string {
+		t.Helper()
 		f := make(client.Filters).Add("label", probe.LabelImage+"="+digest)
 		if dangling {
 			f.Add("dangling", "true")
@@ -153,6 +155,15 @@ func TestColdConcurrentDoctors(t *testing.T) {
 			}
 		}
 	})
+	return bin, images
+}
+
+// TestColdConcurrentDoctors starts four doctors at once with no probe image on the daemon:
+// they leave one tagged image and no untagged one. The doctors run a private copy of the
+// binary (privateDoctor), whose probe image is this test's alone.
+func TestColdConcurrentDoctors(t *testing.T) {
+	c := dockerClient(t)
+	bin, images := privateDoctor(t, c)
 	if n := len(images(false)); n != 0 {
 		t.Fatalf("%d images of a binary made a moment ago", n)
 	}

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,7 +19,9 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/shmdoctor/shmdoctor/analyze"
 	"github.com/shmdoctor/shmdoctor/internal/testutil"
+	"github.com/shmdoctor/shmdoctor/probe"
 )
 
 // These tests run the doctor's real binary against the real Docker Engine: here and in CI one
@@ -333,8 +337,91 @@ func TestHostCommand(t *testing.T) {
 	if code, out, _ := doctor(t, nil, "host", "--need", "100t"); code != exitFindings || !strings.Contains(out, "need 100 TiB: NO") {
 		t.Errorf("--need 100t: exit %d\n%s", code, out)
 	}
-	if code, out, errs := doctor(t, nil, "probe", "--clean"); code != exitClean || !strings.Contains(out, "removed") {
-		t.Errorf("probe --clean: exit %d %s %s", code, out, errs)
+}
+
+// TestProbeClean runs the real `shmdoctor probe --clean` while a real watch holds its run
+// lock: the command exits 0 and removes no probe image, since a live doctor may be about to
+// use one. Other doctors share the daemon (other packages' tests among them), and an
+// unscoped clean with no run alive would take their images away; so the test never runs one.
+// To show the images were kept, not absent, the test imports a probe image of its own (from
+// privateDoctor's copy of the binary), which no container uses and must still be there
+// afterwards. The watch and the clean share a lock directory of the test's own
+// (XDG_RUNTIME_DIR); the watch's project has no container, so it makes neither a companion
+// nor an image.
+func TestProbeClean(t *testing.T) {
+	c := dockerClient(t)
+	bin, images := privateDoctor(t, c)
+	if _, err := probe.Image(context.Background(), c, bin); err != nil {
+		t.Fatalf("importing the test's probe image: %v", err)
+	}
+	if n := len(images(false)); n != 1 {
+		t.Fatalf("%d probe images of the test's binary, want 1", n)
+	}
+
+	xdg := t.TempDir()
+	env := []string{"XDG_RUNTIME_DIR=" + xdg}
+	locks := func() []string {
+		t.Helper()
+		names, err := filepath.Glob(filepath.Join(xdg, "shmdoctor", "*.lock"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return names
+	}
+	project := "probe-clean-" + randomHex(3)
+	dir := writeStack(t, project, "  idle:\n    image: alpine\n")
+	watch := exec.Command(buildDoctor(t), "watch", "--format", "json", "--interval", "1h", "--duration", "10m", "-p", project, dir)
+	watch.Env = append(os.Environ(), env...)
+	stdout, err := watch.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb bytes.Buffer
+	watch.Stderr = &errb
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = watch.Process.Kill()
+		_ = watch.Wait()
+	}()
+	// A safety net for a watch that never writes its first sample: killed, it closes stdout.
+	safety := time.AfterFunc(watchBudget(t), func() { _ = watch.Process.Kill() })
+	defer safety.Stop()
+	// The watch takes its run lock before its first sample: once that line is out, the lock
+	// is held until the watch ends.
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(nil, 1<<20)
+	var first analyze.WatchSample
+	if !sc.Scan() || json.Unmarshal(sc.Bytes(), &first) != nil || first.Type != "sample" {
+		t.Fatalf("the watch wrote no sample: %q %v\n%s", sc.Text(), sc.Err(), errb.String())
+	}
+	if held := locks(); len(held) != 1 {
+		t.Fatalf("lock files while the watch runs: %v, want its one", held)
+	}
+
+	code, out, errs := doctor(t, env, "probe", "--clean")
+	if code != exitClean || !regexp.MustCompile(`^removed \d+ probe container\(s\) and 0 probe image\(s\)\n$`).MatchString(out) {
+		t.Errorf("probe --clean while a watch runs: exit %d, %q, want 0 and no image removed; stderr %s", code, out, errs)
+	}
+	if n := len(images(false)); n != 1 {
+		t.Errorf("probe --clean removed the test's unused probe image while a watch held its run lock")
+	}
+
+	if err := watch.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	var last analyze.WatchSummary
+	for sc.Scan() {
+		_ = json.Unmarshal(sc.Bytes(), &last)
+	}
+	err = watch.Wait()
+	// No container of the project ran: the watch ends with exit 1, interrupted by Ctrl-C.
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitFindings || last.Type != "summary" || !last.Interrupted {
+		t.Errorf("watch: %v, summary %q interrupted %v, want exit 1 after Ctrl-C\n%s", err, last.Type, last.Interrupted, errb.String())
+	}
+	if held := locks(); len(held) != 0 {
+		t.Errorf("lock files left after the watch: %v", held)
 	}
 }
 
