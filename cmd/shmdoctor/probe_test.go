@@ -28,6 +28,15 @@ import (
 // answers (.ci/run starts it). The binary must be static to serve as the probe's agent.
 var doctorBin string
 
+// TestMain removes the doctor the tests built, once they end.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if doctorBin != "" {
+		os.RemoveAll(filepath.Dir(doctorBin))
+	}
+	os.Exit(code)
+}
+
 func buildDoctor(t *testing.T) string {
 	t.Helper()
 	if doctorBin != "" {
