@@ -106,7 +106,7 @@ func removeAfter(t *testing.T, c *client.Client, ref string) {
 func TestSelfContained(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "checkout")
 	checkout(t, dir)
-	r := runIn(t, dir, []string{"SHMDOCTOR_CORPUS="}, "go", "test", "-count=1", "-v", "-run", "TestCorpus|TestK8sCorpus|TestConformance|TestSARIFValidates", "./analyze", "./report")
+	r := runIn(t, dir, []string{"SHMDOCTOR_CORPUS="}, "go", "test", "-count=1", "-v", "-run", "TestCorpus|TestK8sCorpus|TestConformance|TestSARIFValidates", "./analyze/...", "./report")
 	if r.code != 0 {
 		t.Fatalf("go test in a checkout without ../shared: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
