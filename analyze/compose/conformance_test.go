@@ -33,7 +33,7 @@ type composeService struct {
 // and with the doctor, and requires the same services with the same shm_size, ipc and memory
 // limit wherever docker compose itself accepts the project.
 func TestConformance(t *testing.T) {
-	ref := referenceCompose(t)
+	ref := reference.ComposeFor(t)
 	var files []string
 	fixtures, _ := filepath.Glob("../../testdata/rules/*/compose.yaml")
 	files = append(files, fixtures...)
@@ -122,14 +122,4 @@ func bytesOrNil(n *int64) string {
 		return ""
 	}
 	return strconv.FormatInt(*n, 10)
-}
-
-// referenceCompose returns the real docker compose v2 the doctor is measured against.
-func referenceCompose(t *testing.T) string {
-	t.Helper()
-	ref, err := reference.Compose()
-	if err != nil {
-		t.Fatalf("cannot build the reference docker compose: %v", err)
-	}
-	return ref
 }

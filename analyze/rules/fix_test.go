@@ -186,7 +186,7 @@ func anyFix(c fixCase) bool {
 // TestFixes applies every fix to the fixture of its rule (checkFixes says how it is
 // judged) and holds the change of each fixture in a golden diff under testdata/fix.
 func TestFixes(t *testing.T) {
-	ref := referenceCompose(t)
+	ref := reference.ComposeFor(t)
 	rules, _ := filepath.Glob("../../testdata/rules/*")
 	k8s, _ := filepath.Glob("../../testdata/k8s/*")
 	total, keep := 0, &keepStats{}
@@ -217,7 +217,7 @@ func TestFixes(t *testing.T) {
 // TestFixCorpus applies the fixes to every file of the corpus of real compose files and
 // manifests, both policies, with the same checks as the fixtures but no golden.
 func TestFixCorpus(t *testing.T) {
-	ref := referenceCompose(t)
+	ref := reference.ComposeFor(t)
 	dir := testutil.Corpus(t)
 	total, keep := 0, &keepStats{}
 	for _, row := range testutil.CorpusRows(t, dir) {
@@ -312,14 +312,4 @@ func deleteJSON(m any, path []string) {
 	if ok {
 		delete(parent, path[len(path)-1])
 	}
-}
-
-// referenceCompose returns the real docker compose v2 the doctor is measured against.
-func referenceCompose(t *testing.T) string {
-	t.Helper()
-	ref, err := reference.Compose()
-	if err != nil {
-		t.Fatalf("cannot build the reference docker compose: %v", err)
-	}
-	return ref
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"testing"
 
 	"github.com/shmdoctor/shmdoctor/internal/testutil"
 )
@@ -40,4 +41,14 @@ func Compose() (string, error) {
 		path = strings.TrimSpace(lines[len(lines)-1])
 	})
 	return path, err
+}
+
+// ComposeFor is Compose for a test: it fails the test when the binary cannot be built.
+func ComposeFor(t testing.TB) string {
+	t.Helper()
+	ref, err := Compose()
+	if err != nil {
+		t.Fatalf("cannot build the reference docker compose: %v", err)
+	}
+	return ref
 }
