@@ -147,9 +147,14 @@ func (p *Project) Fail(pos Pos, format string, args ...any) {
 type LoadError struct {
 	Pos
 	Msg string
+	// Cause is the loader's error the message was made from, if any.
+	Cause error `json:"-"`
 }
 
 func (e *LoadError) Error() string { return e.Pos.String() + ": " + e.Msg }
+
+// Unwrap returns the loader's error the message was made from, if any.
+func (e *LoadError) Unwrap() error { return e.Cause }
 
 // Pos is a place in a source file; Line and Column count from 1, 0 means unknown.
 type Pos struct {

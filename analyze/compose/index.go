@@ -29,6 +29,8 @@ type Index struct {
 	// layerCache holds each service's layers: every rule asks for several keys of every
 	// service, and the files do not change once indexed.
 	layerCache map[string][]layer
+	// blocks are the service blocks of each file, made on first use (serviceKeyAround).
+	blocks map[string]*serviceBlocks
 	// directives are the # shmdoctor-ignore comments of each file.
 	directives map[string][]suppress.Directive
 }

@@ -50,6 +50,9 @@ type Options struct {
 	Target analyze.Target
 	// src reads every input of one Load once; Load makes it.
 	src *source.Sources
+	// composeValidates leaves the schema checks to compose-go, which compiles the schema for
+	// every document (see checkSchema): the tests compare the two.
+	composeValidates bool
 }
 
 // needFrom names who set Need.
@@ -356,7 +359,7 @@ func loadOne(ctx context.Context, t target, opts Options) *project {
 		logger.SetLevel(oldLevel)
 	}()
 
-	p := &project{Project: &analyze.Project{Name: t.name(), Dir: t.dir, Engine: opts.Target.Engine()}, env: newEnvTracker(opts.StrictEnv)}
+	p := &project{Project: &analyze.Project{Name: t.name(), Dir: t.dir, Engine: opts.Target.Engine()}, env: newEnvTracker(opts.StrictEnv), logs: capture}
 	p.load(ctx, t, opts)
 	for _, l := range capture.lines {
 		n := noteFromLog(l)
@@ -437,6 +440,8 @@ type project struct {
 	model *types.Project
 	Index *Index
 	env   *envTracker
+	// logs are what compose-go logs while the project loads.
+	logs *logCapture
 }
 
 func (p *project) fail(pos analyze.Pos, format string, args ...any) { p.Fail(pos, format, args...) }
@@ -452,6 +457,7 @@ func (p *project) load(ctx context.Context, t target, opts Options) {
 		profiles = cli.WithProfiles(opts.Profiles)
 	}
 	files := t.files
+	skipSchema := false // checkSchema has done compose-go's schema checks (loadProject)
 	newOptions := func(consistent bool) (*cli.ProjectOptions, error) {
 		return cli.NewProjectOptions(files,
 			cli.WithWorkingDirectory(t.dir),
@@ -472,6 +478,7 @@ func (p *project) load(ctx context.Context, t target, opts Options) {
 				if o.Interpolate != nil { // nil while compose-go only lists the files
 					o.Interpolate.Substitute = p.env.substitute
 				}
+				o.SkipValidation = skipSchema
 			}),
 		)
 	}
@@ -513,21 +520,17 @@ func (p *project) load(ctx context.Context, t target, opts Options) {
 	}
 	p.directiveErrors()
 	p.env.learn(p.Index)
-	if t.stdin != nil {
-		restore := swapStdin(t.stdin)
-		defer restore()
+	load := func(po *cli.ProjectOptions, consistent bool) (*types.Project, error) {
+		again := func() (*cli.ProjectOptions, error) { return newOptions(consistent) }
+		return p.loadProject(ctx, po, &skipSchema, again, t.stdin, opts)
 	}
-	proj, err := po.LoadProject(ctx)
+	proj, err := load(po, true)
 	if err != nil && errdefs.IsInvalidError(err) && !opts.StrictEnv {
 		// An override or partial file alone fails docker compose's consistency checks
 		// (a service without an image, an undefined volume): say so, and analyse it anyway.
 		p.Notes = append(p.Notes, "docker compose would refuse this project as it stands: "+cleanErr(err))
 		if po, err = newOptions(false); err == nil {
-			if t.stdin != nil {
-				restore := swapStdin(t.stdin)
-				defer restore()
-			}
-			proj, err = po.LoadProject(ctx)
+			proj, err = load(po, false)
 		}
 	}
 	if err != nil {
@@ -635,6 +638,7 @@ var (
 func (p *project) locate(err error) []*analyze.LoadError {
 	errs := p.locateErr(err)
 	for _, e := range errs {
+		e.Cause = err
 		if vars := p.unsetAt(e.Pos); len(vars) > 0 {
 			e.Msg += fmt.Sprintf(" (the value is written with %s, not set)", strings.Join(vars, ", "))
 		}

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
@@ -215,14 +216,23 @@ func TestFixes(t *testing.T) {
 }
 
 // TestFixCorpus applies the fixes to every file of the corpus of real compose files and
-// manifests, both policies, with the same checks as the fixtures but no golden.
+// manifests, both policies, with the same checks as the fixtures but no golden. The files
+// are fixed in parallel, each in a copy of its own; the totals are judged once all are done.
 func TestFixCorpus(t *testing.T) {
 	ref := reference.ComposeFor(t)
 	dir := testutil.Corpus(t)
-	total, keep := 0, &keepStats{}
+	var total atomic.Int64
+	keep := &keepStats{}
+	t.Cleanup(func() {
+		t.Logf("%d fixes over the corpus; /dev/shm kept: %s", total.Load(), keep)
+		if total.Load() < 50 {
+			t.Errorf("only %d fixes over the corpus", total.Load())
+		}
+	})
 	for _, row := range testutil.CorpusRows(t, dir) {
 		for _, policy := range []analyze.Policy{analyze.PolicyStability, analyze.PolicyIsolation} {
 			t.Run(row.Path+"/"+string(policy), func(t *testing.T) {
+				t.Parallel()
 				// the repository's whole folder: includes and extends reach across it
 				parts := strings.SplitN(row.Path, "/", 3)
 				c := fixCase{cfg: analyze.Config{Policy: policy}, keep: keep}
@@ -231,13 +241,9 @@ func TestFixCorpus(t *testing.T) {
 				if row.Kind == "compose" {
 					c.ref = ref
 				}
-				total += checkFixes(t, c)
+				total.Add(int64(checkFixes(t, c)))
 			})
 		}
-	}
-	t.Logf("%d fixes over the corpus; /dev/shm kept: %s", total, keep)
-	if total < 50 {
-		t.Errorf("only %d fixes over the corpus", total)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
@@ -93,13 +94,16 @@ func advisedSizes(t *testing.T, text string) []int64 {
 	return out
 }
 
-// keepStats counts what the property checked and what broke it.
+// keepStats counts what the property checked and what broke it; parallel tests share it.
 type keepStats struct {
+	mu                              sync.Mutex
 	remediations, fixes, violations int
 	seen                            map[string]bool // remediations checked, by file:line, rule and text
 }
 
 func (k *keepStats) String() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	return fmt.Sprintf("%d remediations naming a size and %d fixes checked, %d violations", k.remediations, k.fixes, k.violations)
 }
 
@@ -116,6 +120,8 @@ func plansOf(p *analyze.Project) map[string]shmNow {
 // /dev/shm.
 func checkAdvice(t *testing.T, k *keepStats, p *analyze.Project, fs []analyze.Finding) {
 	t.Helper()
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	plans := plansOf(p)
 	for _, f := range fs {
 		before, ok := plans[p.Name+"/"+f.Service]
@@ -142,6 +148,8 @@ func checkAdvice(t *testing.T, k *keepStats, p *analyze.Project, fs []analyze.Fi
 // large as before.
 func checkKept(t *testing.T, k *keepStats, before, after map[string]shmNow, applied []*analyze.Fix) {
 	t.Helper()
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	k.fixes += len(applied)
 	for svc, b := range before {
 		a, ok := after[svc]
