@@ -20,17 +20,6 @@ import (
 	"github.com/shmdoctor/shmdoctor/internal/reference"
 )
 
-// conformanceCompose returns the reference docker compose v2 the doctor's mapping is
-// checked against.
-func conformanceCompose(t *testing.T) string {
-	t.Helper()
-	ref, err := reference.Compose()
-	if err != nil {
-		t.Fatalf("cannot build the reference docker compose: %v", err)
-	}
-	return ref
-}
-
 // conformanceHeader starts every conformance stack: each service is the probe image, whose
 // agent reports and stays up, labelled so that the leak checks see it.
 const conformanceHeader = `name: {{project}}
@@ -152,7 +141,7 @@ func TestComposeConformance(t *testing.T) {
 	c := daemon(t)
 	o := testOptions(t) // the project name: the final leak checks look for it
 	o.WriteProbe = "off"
-	compose := conformanceCompose(t)
+	compose := reference.ComposeFor(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	image, err := Image(ctx, c, testAgent)

@@ -14,8 +14,8 @@ func (p *project) directiveErrors() {
 	ix := p.Index
 	for _, file := range ix.Sorted() {
 		for _, d := range ix.directives[file] {
-			if d.Err != nil {
-				p.fail(analyze.Pos{File: ix.Display(file), Line: d.Line, Column: d.Col}, "%s: %v", analyze.IgnoreDirective, d.Err)
+			if e := d.Problem(ix.Display(file)); e != nil {
+				p.Errors = append(p.Errors, e)
 			}
 		}
 	}
@@ -32,10 +32,7 @@ func (p *project) resolveDirectives() {
 			if d.Err != nil {
 				continue
 			}
-			s := &analyze.Suppressor{
-				Suppression: analyze.Suppression{Kind: analyze.SuppressComment, Reason: d.Reason, Pos: analyze.Pos{File: ix.Display(file), Line: d.Line, Column: d.Col}},
-				Rules:       d.Ids, OnFile: ix.Display(file), OnLine: d.Target, Analysed: true,
-			}
+			s := d.Suppressor(ix.Display(file))
 			if owners == nil {
 				owners = p.keyOwners()
 			}

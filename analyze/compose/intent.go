@@ -21,7 +21,7 @@ func (p *project) intent(plan *analyze.ShmPlan, s *types.ServiceConfig) {
 	x, ok := raw.(map[string]any)
 	at := func(key ...string) analyze.Pos { return p.keyPos(plan, append([]string{analyze.IntentKey}, key...)...) }
 	if !ok {
-		p.fail(at(), "%s must be a mapping with need, dataloader or ignore", analyze.IntentKey)
+		p.Fail(at(), "%s must be a mapping with need, dataloader or ignore", analyze.IntentKey)
 		return
 	}
 	for k, v := range x {
@@ -29,7 +29,7 @@ func (p *project) intent(plan *analyze.ShmPlan, s *types.ServiceConfig) {
 		case "need":
 			n, err := sizeValue(v)
 			if err != nil {
-				p.fail(at("need"), "%s.need: %v", analyze.IntentKey, err)
+				p.Fail(at("need"), "%s.need: %v", analyze.IntentKey, err)
 				continue
 			}
 			plan.Need, plan.NeedFrom = analyze.Ptr(n), analyze.IntentKey+".need"
@@ -39,16 +39,16 @@ func (p *project) intent(plan *analyze.ShmPlan, s *types.ServiceConfig) {
 			}
 			n, err := dataloaderNeed(v)
 			if err != nil {
-				p.fail(at("dataloader"), "%s.dataloader: %v", analyze.IntentKey, err)
+				p.Fail(at("dataloader"), "%s.dataloader: %v", analyze.IntentKey, err)
 				continue
 			}
 			plan.Need, plan.NeedFrom = analyze.Ptr(n), analyze.IntentKey+".dataloader"
 		case "ignore":
 			if err := p.ignoreIntent(plan, v, at("ignore")); err != nil {
-				p.fail(at("ignore"), "%s.ignore: %v", analyze.IntentKey, err)
+				p.Fail(at("ignore"), "%s.ignore: %v", analyze.IntentKey, err)
 			}
 		default:
-			p.fail(at(k), "%s.%s is not a known key: use need, dataloader or ignore", analyze.IntentKey, k)
+			p.Fail(at(k), "%s.%s is not a known key: use need, dataloader or ignore", analyze.IntentKey, k)
 		}
 	}
 }

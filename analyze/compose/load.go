@@ -444,8 +444,6 @@ type project struct {
 	logs *logCapture
 }
 
-func (p *project) fail(pos analyze.Pos, format string, args ...any) { p.Fail(pos, format, args...) }
-
 func (p *project) load(ctx context.Context, t target, opts Options) {
 	env := os.Environ()
 	if t.explicit {
@@ -488,16 +486,16 @@ func (p *project) load(ctx context.Context, t target, opts Options) {
 		where = analyze.Pos{File: t.files[0]}
 	}
 	if err != nil {
-		p.fail(where, "%s", cleanErr(err))
+		p.Fail(where, "%s", cleanErr(err))
 		return
 	}
 	if len(po.ConfigPaths) == 0 {
-		p.fail(where, "no compose file found in this folder or its parents (looked for %s)", strings.Join(DefaultFileNames, ", "))
+		p.Fail(where, "no compose file found in this folder or its parents (looked for %s)", strings.Join(DefaultFileNames, ", "))
 		return
 	}
 	dir, err := po.GetWorkingDir()
 	if err != nil {
-		p.fail(where, "%s", cleanErr(err))
+		p.Fail(where, "%s", cleanErr(err))
 		return
 	}
 	p.Dir = dir
@@ -544,7 +542,7 @@ func (p *project) load(ctx context.Context, t target, opts Options) {
 			for _, f := range s.EnvFiles {
 				if _, err := os.Stat(f.Path); err == nil {
 					if _, err := opts.src.Read(f.Path, false); err != nil {
-						p.fail(analyze.Pos{File: p.Index.Display(f.Path)}, "%s", err)
+						p.Fail(analyze.Pos{File: p.Index.Display(f.Path)}, "%s", err)
 						return
 					}
 				}

@@ -83,7 +83,7 @@ func (p *project) plan(s *types.ServiceConfig) *analyze.ShmPlan {
 		if s.Ipc == "shareable" {
 			plan.Source = analyze.SourceShareable
 		} else if s.Ipc != "" && s.Ipc != "private" {
-			p.fail(p.keyPos(plan, "ipc"), "ipc %q is not a valid IPC mode: use private, shareable, host, none, service:NAME or container:NAME", s.Ipc)
+			p.Fail(p.keyPos(plan, "ipc"), "ipc %q is not a valid IPC mode: use private, shareable, host, none, service:NAME or container:NAME", s.Ipc)
 		}
 		switch {
 		case plan.Configured == nil && plan.DependsOn(analyze.ShmKey) != nil:
@@ -131,12 +131,12 @@ func (p *project) join(plan *analyze.ShmPlan, byName map[string]*analyze.ShmPlan
 			if _, disabled := p.model.DisabledServices[cur.Donor]; disabled {
 				plan.Notes = append(plan.Notes, fmt.Sprintf("ipc donor %s is not enabled by the selected profiles", cur.Donor))
 			} else {
-				p.fail(p.keyPos(cur, "ipc"), "ipc %q: no service named %s", cur.IPC, cur.Donor)
+				p.Fail(p.keyPos(cur, "ipc"), "ipc %q: no service named %s", cur.IPC, cur.Donor)
 			}
 			return
 		}
 		if seen[donor.Service] {
-			p.fail(p.keyPos(plan, "ipc"), "ipc cycle: %s", strings.Join(append(append([]string{plan.Service}, plan.Via...), donor.Service), " -> "))
+			p.Fail(p.keyPos(plan, "ipc"), "ipc cycle: %s", strings.Join(append(append([]string{plan.Service}, plan.Via...), donor.Service), " -> "))
 			return
 		}
 		seen[donor.Service] = true

@@ -111,10 +111,9 @@ func FolderManifests(s *source.Sources, dir string) []string {
 // and where in it fixes edit. It is the model's Document.
 type manifest struct {
 	*analyze.Project
-	set        *source.Set
-	texts      *fix.Texts
-	abs        string // the file: absolute, or "-"
-	directives []suppress.Directive
+	set   *source.Set
+	texts *fix.Texts
+	abs   string // the file: absolute, or "-"
 	// nodes are where each container's fixes edit.
 	nodes map[*analyze.K8sPlan]*podNodes
 }
@@ -159,24 +158,21 @@ func Load(file string, stdin []byte, stdinName string, need *int64, needFrom str
 		p.Errors = append(p.Errors, source.AsLoadError(err, display))
 		return p.Project
 	}
-	p.directives = suppress.ScanDirectives(content, docs)
-	for _, d := range p.directives {
-		if d.Err != nil {
-			p.Fail(analyze.Pos{File: display, Line: d.Line, Column: d.Col}, "%s: %v", analyze.IgnoreDirective, d.Err)
+	directives := suppress.ScanDirectives(content, docs)
+	for _, d := range directives {
+		if e := d.Problem(display); e != nil {
+			p.Errors = append(p.Errors, e)
 		}
 	}
 	r := &k8sResolver{p: p, file: display, abs: p.abs, need: need, needFrom: needFrom, sups: map[analyze.Pos]*analyze.Suppressor{}}
 	for _, d := range docs {
 		r.object(d)
 	}
-	for _, d := range p.directives {
+	for _, d := range directives {
 		if d.Err != nil {
 			continue
 		}
-		s := &analyze.Suppressor{
-			Suppression: analyze.Suppression{Kind: analyze.SuppressComment, Reason: d.Reason, Pos: analyze.Pos{File: display, Line: d.Line, Column: d.Col}},
-			Rules:       d.Ids, OnFile: display, OnLine: d.Target, Analysed: true,
-		}
+		s := d.Suppressor(display)
 		p.scope(s)
 		p.Suppressors = append(p.Suppressors, s)
 	}

@@ -63,9 +63,29 @@ func ParseIgnore(s string) (ids []string, reason string, err error) {
 type Directive struct {
 	Line, Col int // the comment's
 	Target    int // the line it applies to: its own, or the next one for a comment line; PastEnd when the file ends first
-	Ids       []string
+	IDs       []string
 	Reason    string
 	Err       error
+}
+
+// Problem is the located error of a malformed directive in file (as displayed), nil when
+// the directive is well formed: a typo in a suppression would otherwise silence nothing,
+// or the wrong rule.
+func (d Directive) Problem(file string) *analyze.LoadError {
+	if d.Err == nil {
+		return nil
+	}
+	return &analyze.LoadError{Pos: analyze.Pos{File: file, Line: d.Line, Column: d.Col}, Msg: fmt.Sprintf("%s: %v", analyze.IgnoreDirective, d.Err)}
+}
+
+// Suppressor is the suppression a well-formed directive in file (as displayed) writes, covering
+// the findings on its target line; the loader scopes it to whole services where the line
+// holds a service's key.
+func (d Directive) Suppressor(file string) *analyze.Suppressor {
+	return &analyze.Suppressor{
+		Suppression: analyze.Suppression{Kind: analyze.SuppressComment, Reason: d.Reason, Pos: analyze.Pos{File: file, Line: d.Line, Column: d.Col}},
+		Rules:       d.IDs, OnFile: file, OnLine: d.Target, Analysed: true,
+	}
 }
 
 var directiveRe = regexp.MustCompile(`^#\s*` + analyze.IgnoreDirective + `(?:\s+(.*))?$`)
@@ -125,7 +145,7 @@ func ScanDirectives(content []byte, docs []*yaml.Node) []Directive {
 				d.Target = analyze.PastEnd
 			}
 		}
-		d.Ids, d.Reason, d.Err = ParseIgnore(m[1])
+		d.IDs, d.Reason, d.Err = ParseIgnore(m[1])
 		out = append(out, d)
 	}
 	return out

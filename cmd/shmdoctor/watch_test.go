@@ -152,10 +152,7 @@ func upStack(t *testing.T, stack string) (dir, project string, compose func(args
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	ref, err := reference.Compose()
-	if err != nil {
-		t.Fatalf("cannot build the reference docker compose: %v", err)
-	}
+	ref := reference.ComposeFor(t)
 	image := busyboxImage(t, c)
 	dir = t.TempDir()
 	project = "watchtest-" + randomSuffix()
