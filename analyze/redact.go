@@ -19,7 +19,7 @@ var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
 // Shown returns s, a text of the plan's (its ipc, a mount's source), as a report may print
 // it: the value of a variable the project's files use is written as ${NAME}. Rules read
 // the values themselves.
-func (p *ShmPlan) Shown(s string) string { return RedactMsg(s, p.Secrets, nil) }
+func (p *ShmPlan) Shown(s string) string { return RedactMsg(ScrubString(s), p.Secrets, nil) }
 
 // shown redacts a finding's texts before it is reported.
 func (f *Finding) shown(plan *ShmPlan) {

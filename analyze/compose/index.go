@@ -59,6 +59,8 @@ func (ix *Index) add(path string, content []byte) error {
 	ix.Read = append(ix.Read, path)
 	var docs []*yaml.Node
 	ix.Src[path] = content
+	analyze.Public(content)
+	analyze.Public([]byte(path))
 	dec := yaml.NewDecoder(bytes.NewReader(content))
 	for {
 		var doc yaml.Node

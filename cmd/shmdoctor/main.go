@@ -48,8 +48,13 @@ func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
-// run is main without os.Exit, so tests run the whole command in-process.
+// run is main without os.Exit, so tests run the whole command in-process. Everything it
+// prints goes through analyze.Scrub (scrubbed): no interpolated value reaches a log.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	stdout, flushOut := scrubbed(stdout)
+	stderr, flushErr := scrubbed(stderr)
+	defer flushErr()
+	defer flushOut()
 	cmd, rest := "check", args
 	var code int
 	var err error
