@@ -7,18 +7,17 @@ import (
 )
 
 func TestScrub(t *testing.T) {
-	t.Cleanup(forgetSecrets)
-	forgetSecrets()
+	s := NewSecrets()
 	const token = "ghp_AbCdEf0123456789XyZqq"
-	if got := ScrubString("parsing \"1g" + token[:20] + "\""); strings.Contains(got, "${") {
+	if got := s.ScrubString("parsing \"1g" + token[:20] + "\""); strings.Contains(got, "${") {
 		t.Fatalf("nothing is registered yet, and Scrub changed the text: %s", got)
 	}
-	Interpolated("TOKEN", token)
-	Interpolated("PASSWORD", "postgres-hunter2-pass")
-	Public([]byte("services:\n  postgres:\n    image: postgres:16\n"))
-	Interpolated("SHORT", "2g")
-	Interpolated("KEY", "-----BEGIN KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END KEY-----")
-	Interpolated("WIDE", "ключ-доступа-1234")
+	s.Interpolated("TOKEN", token)
+	s.Interpolated("PASSWORD", "postgres-hunter2-pass")
+	s.Public([]byte("services:\n  postgres:\n    image: postgres:16\n"))
+	s.Interpolated("SHORT", "2g")
+	s.Interpolated("KEY", "-----BEGIN KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END KEY-----")
+	s.Interpolated("WIDE", "ключ-доступа-1234")
 	for _, c := range []struct{ in, want string }{
 		// compose-go quotes the part of a value it could not parse
 		{`strconv.ParseFloat: parsing "1g` + token[:20] + `": invalid syntax`, `strconv.ParseFloat: parsing "1g${TOKEN}": invalid syntax`},
@@ -39,7 +38,7 @@ func TestScrub(t *testing.T) {
 		{"x-доступа-1234 y", "x${WIDE} y"},
 		{"", ""},
 	} {
-		if got := ScrubString(c.in); got != c.want {
+		if got := s.ScrubString(c.in); got != c.want {
 			t.Errorf("Scrub(%q)\n = %q\nwant %q", c.in, got, c.want)
 		}
 	}
@@ -49,8 +48,7 @@ func TestScrub(t *testing.T) {
 // mix, no run of SecretRun bytes of a value is left, but across a line break, which is the
 // report's (a value's own newline is printed escaped).
 func TestScrubLeavesNoRun(t *testing.T) {
-	t.Cleanup(forgetSecrets)
-	forgetSecrets()
+	s := NewSecrets()
 	r := rand.New(rand.NewPCG(1, 2))
 	alphabet := []rune("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-/+=\n\"' :éÉж")
 	word := func(n int) string {
@@ -64,7 +62,7 @@ func TestScrubLeavesNoRun(t *testing.T) {
 	for i := range 20 {
 		v := word(8 + r.IntN(60))
 		values = append(values, v)
-		Interpolated("V"+string(rune('A'+i)), v)
+		s.Interpolated("V"+string(rune('A'+i)), v)
 	}
 	for range 2000 {
 		var b strings.Builder
@@ -75,7 +73,7 @@ func TestScrubLeavesNoRun(t *testing.T) {
 			j := i + r.IntN(len(v)-i+1)
 			b.WriteString(v[i:j])
 		}
-		out := ScrubString(b.String())
+		out := s.ScrubString(b.String())
 		for _, v := range values {
 			for i := 0; i+SecretRun <= len(v); i++ {
 				if run := v[i : i+SecretRun]; !strings.ContainsAny(run, "\n\r") && strings.Contains(out, run) {

@@ -71,6 +71,10 @@ var DefaultFileNames = cli.DefaultFileNames
 // broken project does not stop the others.
 func Load(ctx context.Context, opts Options) []*analyze.Project {
 	opts.src = source.NewSources()
+	// The values interpolated go into the run's register, which its outputs are scrubbed of.
+	if opts.src.Secrets = analyze.SecretsOf(ctx); opts.src.Secrets == nil {
+		opts.src.Secrets = analyze.NewSecrets()
+	}
 	ts := targets(opts)
 	// Every folder's default project first: a variant that any of them reads (an override,
 	// a file included or extended, from this folder or another) is part of it, as docker
@@ -360,7 +364,7 @@ func loadOne(ctx context.Context, t target, opts Options) *project {
 		logger.SetLevel(oldLevel)
 	}()
 
-	p := &project{Project: &analyze.Project{Name: t.name(), Dir: t.dir, Engine: opts.Target.Engine()}, env: newEnvTracker(opts.StrictEnv), logs: capture}
+	p := &project{Project: &analyze.Project{Name: t.name(), Dir: t.dir, Engine: opts.Target.Engine()}, env: newEnvTracker(opts.StrictEnv), logs: capture, secrets: opts.src.Secrets}
 	p.load(ctx, t, opts)
 	for _, l := range capture.lines {
 		n := noteFromLog(l)
@@ -443,6 +447,8 @@ type project struct {
 	env   *envTracker
 	// logs are what compose-go logs while the project loads.
 	logs *logCapture
+	// secrets is the run's register of what it must not print.
+	secrets *analyze.Secrets
 }
 
 func (p *project) load(ctx context.Context, t target, opts Options) {

@@ -27,15 +27,18 @@ func (p *project) redact() {
 		return
 	}
 	set := p.env.setValues()
+	for _, s := range set {
+		p.secrets.Interpolated(s.Name, s.Value)
+	}
+	for _, plan := range append(slices.Clone(p.Plans), p.All...) {
+		plan.Secrets = p.secrets
+	}
 	if len(set) == 0 {
 		return
 	}
-	for _, s := range set {
-		analyze.Interpolated(s.Name, s.Value)
-	}
 	for _, e := range p.Errors {
 		at := p.setAt(e.Pos)
-		e.Msg = analyze.RedactMsg(analyze.ScrubString(e.Msg), set, at)
+		e.Msg = p.secrets.Shown(e.Msg, at...)
 		if len(at) > 0 && !analyze.MentionsAny(e.Msg, at) {
 			e.Msg += fmt.Sprintf(" (the value is written with %s; its value is not shown)", analyze.Vars(at))
 		}
@@ -51,10 +54,7 @@ func (p *project) redact() {
 		}
 	}
 	for i, n := range p.Notes {
-		p.Notes[i] = analyze.RedactMsg(analyze.ScrubString(n), set, nil)
-	}
-	for _, plan := range append(slices.Clone(p.Plans), p.All...) {
-		plan.Secrets = set
+		p.Notes[i] = p.secrets.Shown(n)
 	}
 }
 

@@ -146,8 +146,7 @@ func Load(file string, stdin []byte, stdinName string, need *int64, needFrom str
 		}
 		content = b
 	}
-	analyze.Public(content)
-	analyze.Public([]byte(p.abs))
+	input.Public(p.abs, content)
 	display := p.set.Display(p.abs)
 	p.Name, p.Files = display, []string{display}
 	if k, line, col := Sniff(content); k == inputHelm {

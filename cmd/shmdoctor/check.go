@@ -256,7 +256,7 @@ func checkOrBaseline(ctx context.Context, args []string, stdin io.Reader, stdout
 			var b bytes.Buffer
 			err := render(&b, rep, o)
 			if err == nil {
-				err = writeFile(out, analyze.Scrub(b.Bytes()))
+				err = writeFile(out, analyze.SecretsOf(ctx).Scrub(b.Bytes()))
 			}
 			if err != nil {
 				return exitUsage, fmt.Errorf("writing %s report: %w", f.formats[i], err)
