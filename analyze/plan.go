@@ -107,8 +107,8 @@ type ShmPlan struct {
 	Notes []string
 	// K8s holds what a Kubernetes container adds; nil for compose services.
 	K8s *K8sPlan
-	// Secrets are the set variables of the project, which Shown hides.
-	Secrets []SetVar
+	// Secrets is what the run must not print, which Shown hides.
+	Secrets *Secrets
 }
 
 // Mount is a mount at /dev/shm.

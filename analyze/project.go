@@ -5,9 +5,14 @@ import "fmt"
 // Project is one loaded project, compose or Kubernetes: its plans, and what its loader
 // keeps of the files behind them. A project that failed to load has Errors and no plans.
 type Project struct {
-	Name  string
-	Dir   string
-	Files []string // as displayed
+	// Name is how reports name the project: a compose project's name as written where a
+	// variable sets it (${COMPOSE_PROJECT_NAME}), a manifest's file name.
+	Name string
+	// ComposeName is the name docker compose gives a compose project, which its
+	// containers carry in their labels and names; empty when it did not load.
+	ComposeName string
+	Dir         string
+	Files       []string // as displayed
 	// Compose is set on a compose project whose model loaded; Kubernetes on a manifest.
 	Compose    bool
 	Kubernetes bool

@@ -19,7 +19,7 @@ var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
 // Shown returns s, a text of the plan's (its ipc, a mount's source), as a report may print
 // it: the value of a variable the project's files use is written as ${NAME}. Rules read
 // the values themselves.
-func (p *ShmPlan) Shown(s string) string { return RedactMsg(s, p.Secrets, nil) }
+func (p *ShmPlan) Shown(s string) string { return p.Secrets.Shown(s) }
 
 // shown redacts a finding's texts before it is reported.
 func (f *Finding) shown(plan *ShmPlan) {
@@ -28,6 +28,16 @@ func (f *Finding) shown(plan *ShmPlan) {
 
 // SetVar is a set variable and its value.
 type SetVar struct{ Name, Value string }
+
+// sortVars orders vars longest value first, then by name.
+func sortVars(vars []SetVar) {
+	slices.SortFunc(vars, func(a, b SetVar) int {
+		if len(a.Value) != len(b.Value) {
+			return len(b.Value) - len(a.Value)
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+}
 
 // RedactMsg writes each value of set in msg as ${NAME}: a quoted string that holds a part of
 // a value of at least 3 characters, then the value wherever it appears. Values shorter than

@@ -59,6 +59,7 @@ func (ix *Index) add(path string, content []byte) error {
 	ix.Read = append(ix.Read, path)
 	var docs []*yaml.Node
 	ix.Src[path] = content
+	ix.Input.Public(path, content)
 	dec := yaml.NewDecoder(bytes.NewReader(content))
 	for {
 		var doc yaml.Node

@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/compose-spec/compose-go/v2/cli"
+	"github.com/compose-spec/compose-go/v2/consts"
 	"github.com/compose-spec/compose-go/v2/dotenv"
 	"github.com/compose-spec/compose-go/v2/errdefs"
 	"github.com/compose-spec/compose-go/v2/loader"
@@ -70,6 +71,10 @@ var DefaultFileNames = cli.DefaultFileNames
 // broken project does not stop the others.
 func Load(ctx context.Context, opts Options) []*analyze.Project {
 	opts.src = source.NewSources()
+	// The values interpolated go into the run's register, which its outputs are scrubbed of.
+	if opts.src.Secrets = analyze.SecretsOf(ctx); opts.src.Secrets == nil {
+		opts.src.Secrets = analyze.NewSecrets()
+	}
 	ts := targets(opts)
 	// Every folder's default project first: a variant that any of them reads (an override,
 	// a file included or extended, from this folder or another) is part of it, as docker
@@ -359,7 +364,7 @@ func loadOne(ctx context.Context, t target, opts Options) *project {
 		logger.SetLevel(oldLevel)
 	}()
 
-	p := &project{Project: &analyze.Project{Name: t.name(), Dir: t.dir, Engine: opts.Target.Engine()}, env: newEnvTracker(opts.StrictEnv), logs: capture}
+	p := &project{Project: &analyze.Project{Name: t.name(), Dir: t.dir, Engine: opts.Target.Engine()}, env: newEnvTracker(opts.StrictEnv), logs: capture, secrets: opts.src.Secrets}
 	p.load(ctx, t, opts)
 	for _, l := range capture.lines {
 		n := noteFromLog(l)
@@ -442,6 +447,8 @@ type project struct {
 	env   *envTracker
 	// logs are what compose-go logs while the project loads.
 	logs *logCapture
+	// secrets is the run's register of what it must not print.
+	secrets *analyze.Secrets
 }
 
 func (p *project) load(ctx context.Context, t target, opts Options) {
@@ -522,6 +529,8 @@ func (p *project) load(ctx context.Context, t target, opts Options) {
 		again := func() (*cli.ProjectOptions, error) { return newOptions(consistent) }
 		return p.loadProject(ctx, po, &skipSchema, again, t.stdin, opts)
 	}
+	// compose-go writes the name it settles on into the environment: read it first.
+	nameFromEnv := po.Environment[consts.ComposeProjectName] != ""
 	proj, err := load(po, true)
 	if err != nil && errdefs.IsInvalidError(err) && !opts.StrictEnv {
 		// An override or partial file alone fails docker compose's consistency checks
@@ -553,8 +562,33 @@ func (p *project) load(ctx context.Context, t target, opts Options) {
 			return
 		}
 	}
-	p.Name = proj.Name
+	p.ComposeName = proj.Name
+	p.Name = p.shownName(proj.Name, opts.ProjectName != "", nameFromEnv)
 	p.model = proj
+}
+
+// shownName is how reports name a project docker compose calls name: as written where a
+// variable sets it (name: ${TOKEN}, COMPOSE_PROJECT_NAME), so that its value, which may be
+// anything the environment holds, is not printed.
+func (p *project) shownName(name string, fromFlag, fromEnv bool) string {
+	if fromFlag {
+		return name
+	}
+	if fromEnv {
+		return "${" + consts.ComposeProjectName + "}"
+	}
+	written := ""
+	for _, f := range p.Index.top {
+		for _, d := range p.Index.Docs[f] {
+			if n := source.Get(d, "name"); n != nil && n.Kind == yaml.ScalarNode && n.Value != "" {
+				written = n.Value
+			}
+		}
+	}
+	if hasVar(written) {
+		return written
+	}
+	return name
 }
 
 func orDot(s string) string {

@@ -13,8 +13,11 @@ import (
 
 // Environment values never reach a report: CI runs the doctor on pull requests from
 // strangers, and `shm_size: ${SOME_TOKEN}` would otherwise print the token in an error
-// ("parsing "ghp_…": invalid syntax"). Every message of a project's errors and notes goes
-// through redact, which writes each value as the variable it came from, ${NAME}.
+// ("parsing "ghp_…": invalid syntax"). Every value the project's files used is registered
+// with analyze.Interpolated, which every output is scrubbed of where it leaves the process;
+// redact does the same to the project's errors and notes before they are laid out, so that
+// the report wraps what it prints, and locates an error about such a value where the
+// variable is used.
 
 // redact rewrites every error and note of the project so that no value of a variable the
 // files use is printed. An error located at a value written with variables names them; an
@@ -24,12 +27,18 @@ func (p *project) redact() {
 		return
 	}
 	set := p.env.setValues()
+	for _, s := range set {
+		p.secrets.Interpolated(s.Name, s.Value)
+	}
+	for _, plan := range append(slices.Clone(p.Plans), p.All...) {
+		plan.Secrets = p.secrets
+	}
 	if len(set) == 0 {
 		return
 	}
 	for _, e := range p.Errors {
 		at := p.setAt(e.Pos)
-		e.Msg = analyze.RedactMsg(e.Msg, set, at)
+		e.Msg = p.secrets.Shown(e.Msg, at...)
 		if len(at) > 0 && !analyze.MentionsAny(e.Msg, at) {
 			e.Msg += fmt.Sprintf(" (the value is written with %s; its value is not shown)", analyze.Vars(at))
 		}
@@ -45,10 +54,7 @@ func (p *project) redact() {
 		}
 	}
 	for i, n := range p.Notes {
-		p.Notes[i] = analyze.RedactMsg(n, set, nil)
-	}
-	for _, plan := range append(slices.Clone(p.Plans), p.All...) {
-		plan.Secrets = set
+		p.Notes[i] = p.secrets.Shown(n)
 	}
 }
 

@@ -146,6 +146,7 @@ func Load(file string, stdin []byte, stdinName string, need *int64, needFrom str
 		}
 		content = b
 	}
+	input.Public(p.abs, content)
 	display := p.set.Display(p.abs)
 	p.Name, p.Files = display, []string{display}
 	if k, line, col := Sniff(content); k == inputHelm {

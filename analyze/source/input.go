@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/shmdoctor/shmdoctor/analyze"
 )
 
 // Sources reads every file one Load needs once, through one bounded reader, and keeps the
@@ -17,6 +19,9 @@ import (
 type Sources struct {
 	mu    sync.Mutex
 	files map[string]sourceFile
+	// Secrets is the run's register of what it must not print: the loaders put in it the
+	// values they interpolate and the texts of the files they load.
+	Secrets *analyze.Secrets
 }
 
 type sourceFile struct {
@@ -25,6 +30,15 @@ type sourceFile struct {
 }
 
 func NewSources() *Sources { return &Sources{files: map[string]sourceFile{}} }
+
+// Public registers the text of a file a project was loaded from, and its path, as no
+// secret (analyze.Secrets.Public).
+func (s *Sources) Public(path string, text []byte) {
+	if s != nil {
+		s.Secrets.Public(text)
+		s.Secrets.Public([]byte(path))
+	}
+}
 
 // Read returns the bytes of path, at most MaxFileSize of them. Only a regular file is read,
 // or a FIFO when explicit (a PATH given as <(...)): a device or a FIFO named by a compose

@@ -256,7 +256,7 @@ func checkOrBaseline(ctx context.Context, args []string, stdin io.Reader, stdout
 			var b bytes.Buffer
 			err := render(&b, rep, o)
 			if err == nil {
-				err = writeFile(out, b.Bytes())
+				err = writeFile(out, analyze.SecretsOf(ctx).Scrub(b.Bytes()))
 			}
 			if err != nil {
 				return exitUsage, fmt.Errorf("writing %s report: %w", f.formats[i], err)
@@ -507,7 +507,7 @@ func textWidth(out io.Writer) int {
 	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
 		return n
 	}
-	if f, ok := out.(*os.File); ok && isTerminal(out) {
+	if f, ok := out.(interface{ Fd() uintptr }); ok && isTerminal(out) {
 		if w, _, err := term.GetSize(f.Fd()); err == nil && w > 0 {
 			return w
 		}
@@ -515,12 +515,8 @@ func textWidth(out io.Writer) int {
 	return report.DefaultWidth
 }
 
-// isTerminal reports whether w is a terminal.
+// isTerminal reports whether w is a terminal: a file, or a writer on one (scrubbed).
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	f, ok := w.(interface{ Fd() uintptr })
+	return ok && term.IsTerminal(f.Fd())
 }

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/shmdoctor/shmdoctor/analyze"
 	"github.com/spf13/pflag"
 )
 
@@ -48,8 +49,16 @@ func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
-// run is main without os.Exit, so tests run the whole command in-process.
+// run is main without os.Exit, so tests run the whole command in-process. The loaders it
+// calls register what they interpolate in the run's Secrets, which ctx carries, and
+// everything it prints or writes is scrubbed of them: no interpolated value reaches a log.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	secrets := analyze.NewSecrets()
+	ctx = analyze.WithSecrets(ctx, secrets)
+	stdout, flushOut := scrubbed(stdout, secrets)
+	stderr, flushErr := scrubbed(stderr, secrets)
+	defer flushErr()
+	defer flushOut()
 	cmd, rest := "check", args
 	var code int
 	var err error

@@ -102,7 +102,7 @@ func probeAll(ctx context.Context, f *checkFlags, d *daemon, rep *report.Report,
 		if left <= 0 {
 			left = time.Nanosecond // the run reports the timeout for this project's services
 		}
-		opts := probe.Options{Project: rp.Name, WriteProbe: f.write, Timeout: left, Engine: d.engine}
+		opts := probe.Options{Project: rp.ComposeName, WriteProbe: f.write, Timeout: left, Engine: d.engine}
 		stopProgress := showProgress(f, &opts, rp, plans[rp], stderr)
 		ms, err := probe.Run(ctx, c, plans[rp], opts)
 		stopProgress()

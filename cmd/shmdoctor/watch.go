@@ -190,7 +190,7 @@ func watchProject(ctx context.Context, load compose.Options) (model *analyze.Pro
 	p := projects[0]
 	switch {
 	case p.Compose:
-		return p, p.Name, "", nil
+		return p, p.ComposeName, "", nil
 	case p.Kubernetes:
 		return nil, "", "", usagef("watch: %s is a Kubernetes manifest; watch follows compose projects", p.Name)
 	case load.ProjectName != "":
