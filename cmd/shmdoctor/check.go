@@ -141,7 +141,7 @@ func checkOrBaseline(ctx context.Context, args []string, stdin io.Reader, stdout
 	fs.BoolVar(&f.load.StrictEnv, "strict-env", false, "treat unset variables and missing env files as errors, as docker compose does")
 	fs.StringVar(&f.need, "need", "", "the /dev/shm every service needs, such as 8g (overrides x-shmdoctor)")
 	fs.StringArrayVar(&f.formats, "format", []string{"text"}, "output `format`: "+report.FormatNames()+" (repeatable, with one --output each)")
-	fs.StringArrayVarP(&f.outputs, "output", "o", nil, "write the report to this `file`, atomically, keeping its mode and owner (a device or FIFO in place; never an input or a read-only file); - is standard output (one per --format, in order)")
+	fs.StringArrayVarP(&f.outputs, "output", "o", nil, "write the report to this `file`, atomically, keeping its mode and owner (a device or FIFO in place; never an input, a read-only file, or through a symlink that leads out of the project root); - is standard output (one per --format, in order)")
 	fs.StringVar(&f.failOn, "fail-on", "warning", "exit 1 on findings at or above: error|warning|info|never")
 	fs.StringVar(&f.policy, "policy", "stability", "remediation strategy around ipc: host: stability (keep it) | isolation (replace it)")
 	fs.StringVar(&f.target, "target", "compose", "deployment engine: compose|swarm|podman (podman when the probe finds Podman and no target is given)")
@@ -341,7 +341,8 @@ func refuseInputs(outputs, inputs []string) error {
 
 // sourceRoot is the absolute folder SARIF names files relative to: dir when it was given,
 // else the nearest folder at or above the working folder holding .git (a folder, or the
-// file of a worktree or submodule), else the working folder.
+// file of a worktree or submodule), else the working folder. Not given, it is also the
+// project root that outputs follow no symlink out of (see locate).
 func sourceRoot(dir string, given bool) (string, error) {
 	if given {
 		abs, err := filepath.Abs(dir)
