@@ -93,3 +93,17 @@ func TestBaseline(t *testing.T) {
 		}
 	}
 }
+
+// TestBaselineStdout: baseline -o - prints the baseline alone on stdout, valid JSON, and
+// says what it wrote on stderr.
+func TestBaselineStdout(t *testing.T) {
+	t.Chdir(repoRoot(t))
+	code, out, errs := shmdoctor(t, "", "baseline", "--probe", "never", "-o", "-", "testdata/demo")
+	var b struct{ Findings []json.RawMessage }
+	if err := json.Unmarshal([]byte(out), &b); code != exitClean || err != nil || len(b.Findings) != 12 {
+		t.Fatalf("exit %d, stdout is not the baseline (%v): %q", code, err, out)
+	}
+	if !strings.HasPrefix(errs, "wrote 12 findings to -") {
+		t.Errorf("stderr %q", errs)
+	}
+}

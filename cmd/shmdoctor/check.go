@@ -271,7 +271,11 @@ func checkOrBaseline(ctx context.Context, args []string, stdin io.Reader, stdout
 	}
 	if f.writeBaseline {
 		n := rep.Summarize().Reported()
-		fmt.Fprintf(stdout, "wrote %d %s to %s: later runs with --baseline %s report only new findings\n", n, plural(n, "finding", "findings"), f.outputs[0], f.outputs[0])
+		note := stdout
+		if f.outputs[0] == "-" {
+			note = stderr // stdout holds the baseline, which must stay JSON
+		}
+		fmt.Fprintf(note, "wrote %d %s to %s: later runs with --baseline %s report only new findings\n", n, plural(n, "finding", "findings"), f.outputs[0], f.outputs[0])
 	}
 	switch {
 	case interrupted:
