@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -105,5 +106,13 @@ func TestBaselineStdout(t *testing.T) {
 	}
 	if !strings.HasPrefix(errs, "wrote 12 findings to -") {
 		t.Errorf("stderr %q", errs)
+	}
+}
+
+// TestBaselineHelpProbe: the baseline command's --help says it probes only when asked.
+func TestBaselineHelpProbe(t *testing.T) {
+	_, out, _ := shmdoctor(t, "", "baseline", "--help")
+	if !strings.Contains(out, "--probe never is the default here") || !regexp.MustCompile(`--probe string[^-]*\(default "never"\)`).MatchString(out) {
+		t.Errorf("baseline --help does not say it probes only when asked:\n%s", out)
 	}
 }

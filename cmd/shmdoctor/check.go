@@ -145,7 +145,11 @@ func checkOrBaseline(ctx context.Context, args []string, stdin io.Reader, stdout
 	fs.StringVar(&f.failOn, "fail-on", "warning", "exit 1 on findings at or above: error|warning|info|never")
 	fs.StringVar(&f.policy, "policy", "stability", "remediation strategy around ipc: host: stability (keep it) | isolation (replace it)")
 	fs.StringVar(&f.target, "target", "compose", "deployment engine: compose|swarm|podman (podman when the probe finds Podman and no target is given)")
-	fs.StringVar(&f.probe, "probe", "auto", "measure /dev/shm in throwaway containers: auto|always|never")
+	probeDefault, probeHelp := "auto", "measure /dev/shm in throwaway containers: auto|always|never"
+	if writeBaseline {
+		probeDefault, probeHelp = "never", "measure /dev/shm in throwaway containers: auto|always|never (writing a baseline starts none unless asked)"
+	}
+	fs.StringVar(&f.probe, "probe", probeDefault, probeHelp)
 	fs.DurationVar(&f.probeWait, "probe-timeout", 60*time.Second, fmt.Sprintf("time limit for the whole probe, the daemon's first answer included; removing the containers may take %s more (the cleanup grace)", probe.CleanupGrace))
 	fs.StringVar(&f.write, "write-probe", "auto", "write probe target: auto, off, or a size such as 512m")
 	fs.StringVar(&f.sourceRoot, "source-root", "", "SARIF names files relative to this `folder` (default: the git repository holding the working folder, else the working folder)")
