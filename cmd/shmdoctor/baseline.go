@@ -15,11 +15,14 @@ const defaultBaseline = ".shmdoctor-baseline.json"
 
 const baselineUsage = `Usage: shmdoctor baseline [flags] [PATH...]
 
-Runs the check as shmdoctor [flags] [PATH...] does, probe included, and writes the findings
-it reports to .shmdoctor-baseline.json (or -o FILE) instead of printing them. Commit the
-file; later runs with --baseline FILE report only the findings it does not hold, and only
-those count for --fail-on. A finding is matched by its rule, service, file and message, not
-its line: it stays accepted when lines above it move, and a changed value is a new finding.
+Runs the check as shmdoctor [flags] [PATH...] does, without the probe unless asked
+(--probe never is the default here: writing a baseline starts no container), and writes the
+findings it reports to .shmdoctor-baseline.json (or -o FILE) instead of printing them.
+Commit the file; later runs with --baseline FILE report only the findings it does not hold,
+and only those count for --fail-on. A finding is matched by its rule, service, file and
+message, not its line: it stays accepted when lines above it move, and a changed value is a
+new finding. To accept the probe's findings too, give --probe auto or always: a later run
+that probes reports them as new otherwise.
 
 Example:
   shmdoctor baseline -r .                     # adopt: accept what is there today

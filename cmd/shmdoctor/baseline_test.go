@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -91,5 +92,27 @@ func TestBaseline(t *testing.T) {
 		if code != exitUsage || !strings.HasPrefix(errs, "shmdoctor: ") {
 			t.Errorf("%s: exit %d, %q", c.name, code, errs)
 		}
+	}
+}
+
+// TestBaselineStdout: baseline -o - prints the baseline alone on stdout, valid JSON, and
+// says what it wrote on stderr.
+func TestBaselineStdout(t *testing.T) {
+	t.Chdir(repoRoot(t))
+	code, out, errs := shmdoctor(t, "", "baseline", "--probe", "never", "-o", "-", "testdata/demo")
+	var b struct{ Findings []json.RawMessage }
+	if err := json.Unmarshal([]byte(out), &b); code != exitClean || err != nil || len(b.Findings) != 12 {
+		t.Fatalf("exit %d, stdout is not the baseline (%v): %q", code, err, out)
+	}
+	if !strings.HasPrefix(errs, "wrote 12 findings to -") {
+		t.Errorf("stderr %q", errs)
+	}
+}
+
+// TestBaselineHelpProbe: the baseline command's --help says it probes only when asked.
+func TestBaselineHelpProbe(t *testing.T) {
+	_, out, _ := shmdoctor(t, "", "baseline", "--help")
+	if !strings.Contains(out, "--probe never is the default here") || !regexp.MustCompile(`--probe string[^-]*\(default "never"\)`).MatchString(out) {
+		t.Errorf("baseline --help does not say it probes only when asked:\n%s", out)
 	}
 }

@@ -141,11 +141,15 @@ func checkOrBaseline(ctx context.Context, args []string, stdin io.Reader, stdout
 	fs.BoolVar(&f.load.StrictEnv, "strict-env", false, "treat unset variables and missing env files as errors, as docker compose does")
 	fs.StringVar(&f.need, "need", "", "the /dev/shm every service needs, such as 8g (overrides x-shmdoctor)")
 	fs.StringArrayVar(&f.formats, "format", []string{"text"}, "output `format`: "+report.FormatNames()+" (repeatable, with one --output each)")
-	fs.StringArrayVarP(&f.outputs, "output", "o", nil, "write the report to this `file`, atomically, keeping its mode and owner (a device or FIFO in place; never an input or a read-only file); - is standard output (one per --format, in order)")
+	fs.StringArrayVarP(&f.outputs, "output", "o", nil, "write the report to this `file`, atomically, keeping its mode and owner (a device or FIFO in place; never an input, a read-only file, or through a symlink that leads out of the project root); - is standard output (one per --format, in order)")
 	fs.StringVar(&f.failOn, "fail-on", "warning", "exit 1 on findings at or above: error|warning|info|never")
 	fs.StringVar(&f.policy, "policy", "stability", "remediation strategy around ipc: host: stability (keep it) | isolation (replace it)")
 	fs.StringVar(&f.target, "target", "compose", "deployment engine: compose|swarm|podman (podman when the probe finds Podman and no target is given)")
-	fs.StringVar(&f.probe, "probe", "auto", "measure /dev/shm in throwaway containers: auto|always|never")
+	probeDefault, probeHelp := "auto", "measure /dev/shm in throwaway containers: auto|always|never"
+	if writeBaseline {
+		probeDefault, probeHelp = "never", "measure /dev/shm in throwaway containers: auto|always|never (writing a baseline starts none unless asked)"
+	}
+	fs.StringVar(&f.probe, "probe", probeDefault, probeHelp)
 	fs.DurationVar(&f.probeWait, "probe-timeout", 60*time.Second, fmt.Sprintf("time limit for the whole probe, the daemon's first answer included; removing the containers may take %s more (the cleanup grace)", probe.CleanupGrace))
 	fs.StringVar(&f.write, "write-probe", "auto", "write probe target: auto, off, or a size such as 512m")
 	fs.StringVar(&f.sourceRoot, "source-root", "", "SARIF names files relative to this `folder` (default: the git repository holding the working folder, else the working folder)")
@@ -271,7 +275,11 @@ func checkOrBaseline(ctx context.Context, args []string, stdin io.Reader, stdout
 	}
 	if f.writeBaseline {
 		n := rep.Summarize().Reported()
-		fmt.Fprintf(stdout, "wrote %d %s to %s: later runs with --baseline %s report only new findings\n", n, plural(n, "finding", "findings"), f.outputs[0], f.outputs[0])
+		note := stdout
+		if f.outputs[0] == "-" {
+			note = stderr // stdout holds the baseline, which must stay JSON
+		}
+		fmt.Fprintf(note, "wrote %d %s to %s: later runs with --baseline %s report only new findings\n", n, plural(n, "finding", "findings"), f.outputs[0], f.outputs[0])
 	}
 	switch {
 	case interrupted:
@@ -341,7 +349,8 @@ func refuseInputs(outputs, inputs []string) error {
 
 // sourceRoot is the absolute folder SARIF names files relative to: dir when it was given,
 // else the nearest folder at or above the working folder holding .git (a folder, or the
-// file of a worktree or submodule), else the working folder.
+// file of a worktree or submodule), else the working folder. Not given, it is also the
+// project root that outputs follow no symlink out of (see locate).
 func sourceRoot(dir string, given bool) (string, error) {
 	if given {
 		abs, err := filepath.Abs(dir)

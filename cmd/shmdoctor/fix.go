@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
@@ -175,15 +174,20 @@ func replaceFiles(changes []fix.FileChange) error {
 	return nil
 }
 
-// stageFile stages a fixed file (through a symlink to its target, so the link stays). A
-// file that changed since the doctor read it is refused.
+// stageFile stages a fixed file (through a symlink within the project root to its target,
+// so the link stays; see locate). A file that changed since the doctor read it is refused.
 func stageFile(c fix.FileChange) (*pendingWrite, error) {
-	cur, err := os.ReadFile(c.Path)
+	p, err := locate(c.Path)
 	if err != nil {
 		return nil, err
 	}
-	if !bytes.Equal(cur, c.Before) {
-		return nil, fmt.Errorf("the file changed since it was read: run the fix again")
+	same, err := p.holds(c.Before)
+	if err == nil && !same {
+		err = fmt.Errorf("the file changed since it was read: run the fix again")
 	}
-	return prepareWrite(c.Path, c.After)
+	if err != nil {
+		p.dir.Close()
+		return nil, err
+	}
+	return p.prepare(c.After)
 }

@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"syscall"
 )
 
 // pendingWrite is a write that prepareWrite checked and staged and commit does: the new
@@ -16,8 +16,11 @@ import (
 // would change what the name is (a device, a FIFO, a hard link, an owner the doctor cannot
 // give a new file, the process's own descriptors), the file itself, written in place.
 type pendingWrite struct {
-	path string // the file written: where the name's symlinks lead
-	tmp  string // the staged file, renamed over path; "" when written in place
+	// dir is the folder the file is in, open since locate found it: the staged file is
+	// made and renamed there, wherever its name leads by then. nil for a descriptor.
+	dir  *os.Root
+	name string // the file's name in dir, or the descriptor's name
+	tmp  string // the staged file's name in dir, renamed over name; "" when written in place
 	// file is the file itself, open for writing in place; fd is one of the process's
 	// own descriptors (/dev/stdout), written where it stands and never closed.
 	file    *os.File
@@ -35,71 +38,88 @@ func writeFile(name string, data []byte) error {
 	return w.commit()
 }
 
-// prepareWrite checks that data can be written to the file name leads to, following
-// symlinks to their end, and stages it: a new or replaced regular file goes through a
-// temporary file in its folder with the original's mode, owner and group, so that a reader
-// never sees it half written. A file its owner made read-only is refused, whoever runs the
-// doctor (root too): renaming over it would need only the folder's permission. Anything
-// else is written in place: a device such as /dev/null stays a device. On error nothing is
-// left behind.
+// prepareWrite checks that data can be written to the file name leads to (see locate for
+// the symlinks it follows) and stages it (see place.prepare). On error nothing is left
+// behind.
 func prepareWrite(name string, data []byte) (*pendingWrite, error) {
-	path, err := resolveLinks(name)
+	if fd := ownFD(name); fd >= 0 {
+		return &pendingWrite{name: filepath.Clean(name), fd: fd, data: data}, nil
+	}
+	p, err := locate(name)
 	if err != nil {
 		return nil, err
 	}
-	if fd := ownFD(path); fd >= 0 {
-		return &pendingWrite{path: path, fd: fd, data: data}, nil
-	}
-	st, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		tmp, err := stage(path, data, nil)
+	return p.prepare(data)
+}
+
+// prepare stages data for p: a new or replaced regular file goes through a temporary file
+// in its folder with the original's mode, owner and group, so that a reader never sees it
+// half written. A file its owner made read-only is refused, whoever runs the doctor (root
+// too): renaming over it would need only the folder's permission. Anything else is written
+// in place: a device such as /dev/null stays a device. It takes p's folder: on error it is
+// closed and nothing is left behind.
+func (p *place) prepare(data []byte) (_ *pendingWrite, err error) {
+	w := &pendingWrite{dir: p.dir, name: p.name, fd: -1, data: data}
+	defer func() {
 		if err != nil {
+			w.discard()
+		}
+	}()
+	if p.st == nil {
+		if w.tmp, err = stage(p.dir, p.name, data, nil); err != nil {
 			return nil, err
 		}
-		return &pendingWrite{path: path, tmp: tmp, fd: -1}, nil
+		return w, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	regular := st.Mode().IsRegular()
-	if regular && st.Mode().Perm()&0o222 == 0 {
-		return nil, fmt.Errorf("the file is read-only (mode %04o): make it writable first", st.Mode().Perm())
+	regular := p.st.Mode().IsRegular()
+	if regular && p.st.Mode().Perm()&0o222 == 0 {
+		return nil, fmt.Errorf("the file is read-only (mode %04o): make it writable first", p.st.Mode().Perm())
 	}
 	// Opening checks the permission of whoever runs the doctor, which a rename would not.
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	w.file, err = p.open(os.O_WRONLY)
 	if err != nil {
 		return nil, err
 	}
-	w := &pendingWrite{path: path, file: f, fd: -1, regular: regular, data: data}
-	if _, _, links := fileIdentity(st); !regular || links > 1 {
+	w.regular = regular
+	if _, _, links := fileIdentity(p.st); !regular || links > 1 {
 		return w, nil // a rename would replace the device, or part the hard links
 	}
-	tmp, err := stage(path, data, st)
+	tmp, err := stage(p.dir, p.name, data, p.st)
 	if errors.Is(err, errOwner) {
 		return w, nil
 	}
-	f.Close()
 	if err != nil {
 		return nil, err
 	}
-	return &pendingWrite{path: path, tmp: tmp, fd: -1}, nil
+	w.file.Close()
+	w.file, w.tmp = nil, tmp
+	return w, nil
 }
 
 // errOwner is stage's error when the new file cannot be given the original's owner.
 var errOwner = errors.New("cannot keep the owner")
 
-// stage writes data to a temporary file beside path, synced, with the mode, owner and group
-// of like (0644 and the doctor's own when like is nil), for the caller to rename over path;
-// on error nothing is left behind.
-func stage(path string, data []byte, like os.FileInfo) (_ string, err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+// stage writes data to a new temporary file beside name in dir, synced, with the mode, owner
+// and group of like (0644 and the doctor's own when like is nil), for the caller to rename
+// over name; on error nothing is left behind. The file is made with O_EXCL, which follows
+// no symlink.
+func stage(dir *os.Root, name string, data []byte, like fs.FileInfo) (_ string, err error) {
+	var tmp *os.File
+	var tmpName string
+	for range 100 {
+		tmpName = "." + name + "." + strconv.FormatUint(rand.Uint64(), 36) + ".tmp"
+		tmp, err = dir.OpenFile(tmpName, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if !errors.Is(err, fs.ErrExist) {
+			break
+		}
+	}
 	if err != nil {
 		return "", err
 	}
 	defer func() {
 		if err != nil {
 			tmp.Close()
-			os.Remove(tmp.Name())
+			dir.Remove(tmpName)
 		}
 	}()
 	if _, err := tmp.Write(data); err != nil {
@@ -123,23 +143,24 @@ func stage(path string, data []byte, like os.FileInfo) (_ string, err error) {
 	if err := tmp.Close(); err != nil {
 		return "", err
 	}
-	return tmp.Name(), nil
+	return tmpName, nil
 }
 
-// commit does the write: renames the staged file over the original, or writes the file in
-// place. Either way it is done once commit returns.
+// commit does the write: renames the staged file over the original, within the folder
+// opened when the write was prepared, or writes the file in place. Either way it is done
+// once commit returns.
 func (w *pendingWrite) commit() error {
 	defer w.discard()
 	switch {
 	case w.tmp != "":
-		if err := os.Rename(w.tmp, w.path); err != nil {
+		if err := w.dir.Rename(w.tmp, w.name); err != nil {
 			return err
 		}
 		w.tmp = ""
 		return nil
 	case w.fd >= 0:
 		if err := writeFD(w.fd, w.data); err != nil {
-			return &os.PathError{Op: "write", Path: w.path, Err: err}
+			return &os.PathError{Op: "write", Path: w.name, Err: err}
 		}
 		return nil
 	}
@@ -161,15 +182,20 @@ func (w *pendingWrite) commit() error {
 	return err
 }
 
-// discard drops a write that was prepared and not committed, leaving nothing behind.
+// discard drops a write that was prepared and not committed, leaving nothing behind, and
+// closes what the write held open.
 func (w *pendingWrite) discard() {
 	if w.tmp != "" {
-		os.Remove(w.tmp)
+		w.dir.Remove(w.tmp)
 		w.tmp = ""
 	}
 	if w.file != nil {
 		w.file.Close()
 		w.file = nil
+	}
+	if w.dir != nil {
+		w.dir.Close()
+		w.dir = nil
 	}
 }
 
@@ -198,29 +224,4 @@ func ownFD(name string) int {
 		return -1
 	}
 	return fd
-}
-
-// resolveLinks follows name's symlinks to where they end, stopping at a name of one of the
-// process's own descriptors (/dev/stdout leads to /proc/self/fd/1, which leads to whatever
-// the descriptor is). A name that does not exist, or a link to one, ends there.
-func resolveLinks(name string) (string, error) {
-	for range 40 {
-		if ownFD(name) >= 0 {
-			return name, nil
-		}
-		st, err := os.Lstat(name)
-		if err != nil || st.Mode()&os.ModeSymlink == 0 {
-			return name, nil
-		}
-		to, err := os.Readlink(name)
-		if err != nil {
-			return "", err
-		}
-		if !filepath.IsAbs(to) {
-			// not filepath.Join, which would take "dir/.." away before the kernel follows dir
-			to = filepath.Dir(name) + string(filepath.Separator) + to
-		}
-		name = to
-	}
-	return "", &os.PathError{Op: "open", Path: name, Err: syscall.ELOOP}
 }

@@ -63,8 +63,8 @@ func identityOf(t *testing.T, path string) identity {
 	return identity{uint64(s.Nlink), s.Uid, s.Gid, st.Mode()}
 }
 
-// TestOutputKeepsTarget: -o writes through a symlink to its target, keeps an existing
-// report's mode, owner and hard links, and refuses a read-only file.
+// TestOutputKeepsTarget: -o writes through a symlink within the project to its target,
+// keeps an existing report's mode, owner and hard links, and refuses a read-only file.
 func TestOutputKeepsTarget(t *testing.T) {
 	requireRoot(t)
 	demo := filepath.Join(repoRoot(t), "testdata", "demo")
