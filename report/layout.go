@@ -113,11 +113,27 @@ func longestWord(text string) int {
 }
 
 // cell is one table cell: its text and how it is styled. The text of a column that wraps
-// is plain, so that it breaks between words and each line keeps the style.
+// is plain, so that it breaks between words and each line keeps the style. The text is
+// escaped as Visible escapes it when the table is laid out, unless it is the renderer's own.
 type cell struct {
 	text  string
 	style lipgloss.Style
 	keep  bool // never wrapped, even in a column that wraps (a bar)
+	own   bool // drawn and styled by the renderer (a bar): not escaped
+}
+
+// visibleCells are rows with the text of each cell escaped, but the renderer's own.
+func visibleCells(rows [][]cell) [][]cell {
+	out := make([][]cell, len(rows))
+	for i, r := range rows {
+		out[i] = slices.Clone(r)
+		for j := range out[i] {
+			if !out[i][j].own {
+				out[i][j].text = Visible(out[i][j].text)
+			}
+		}
+	}
+	return out
 }
 
 func plainCells(ss ...string) []cell {
@@ -140,6 +156,7 @@ func layoutTable(rows [][]cell, wrap map[int]bool, indent, width int, header lip
 
 // layoutRows is layoutTable with the lines of each row apart.
 func layoutRows(rows [][]cell, wrap map[int]bool, indent, width int, header lipgloss.Style) (byRow [][]string, fits bool) {
+	rows = visibleCells(rows)
 	n := len(rows[0])
 	widths, minw := make([]int, n), make([]int, n)
 	for r, row := range rows {
