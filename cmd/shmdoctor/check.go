@@ -271,7 +271,8 @@ func checkOrBaseline(ctx context.Context, args []string, stdin io.Reader, stdout
 	}
 	if f.writeBaseline {
 		n := rep.Summarize().Reported()
-		fmt.Fprintf(stdout, "wrote %d %s to %s: later runs with --baseline %s report only new findings\n", n, plural(n, "finding", "findings"), f.outputs[0], f.outputs[0])
+		out := report.Visible(f.outputs[0])
+		fmt.Fprintf(stdout, "wrote %d %s to %s: later runs with --baseline %s report only new findings\n", n, plural(n, "finding", "findings"), out, out)
 	}
 	switch {
 	case interrupted:
