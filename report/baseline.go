@@ -72,9 +72,7 @@ func BaselineFile(w io.Writer, r *Report, _ Options) error {
 			b.Findings = append(b.Findings, BaselineEntry{Fingerprint: fps[p][i], Rule: f.Rule, Service: f.Service, File: rel.File, Line: f.Line, Message: f.Message})
 		}
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(b)
+	return encodeJSON(w, b, "  ")
 }
 
 // ParseBaseline reads a baseline file's bytes; name is the file, for errors.

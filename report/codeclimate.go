@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"io"
 	"path/filepath"
 
@@ -11,7 +10,7 @@ import (
 type ccIssue struct {
 	Type        string     `json:"type"`
 	CheckName   string     `json:"check_name"`
-	Description string     `json:"description"`
+	Description string     `json:"description" visible:"fix"` // ends with a remediation
 	Categories  []string   `json:"categories"`
 	Fingerprint string     `json:"fingerprint"`
 	Severity    string     `json:"severity"`
@@ -41,7 +40,7 @@ func CodeClimate(w io.Writer, r *Report, _ Options) error {
 	for _, p := range r.Projects {
 		for _, e := range p.Errors {
 			out = append(out, ccIssue{
-				Type: "issue", CheckName: ccLoadError, Description: e.Msg, Categories: []string{"Bug Risk"},
+				Type: "issue", CheckName: ccLoadError, Description: Visible(e.Msg), Categories: []string{"Bug Risk"},
 				Fingerprint: fps.unique(fingerprint(analyze.Finding{Rule: ccLoadError, Pos: e.Pos, Message: e.Msg})),
 				Severity:    "blocker",
 				Location:    ccLocation{Path: filepath.ToSlash(e.File), Lines: ccLines{max(e.Line, 1)}},
@@ -49,14 +48,12 @@ func CodeClimate(w io.Writer, r *Report, _ Options) error {
 		}
 		for _, f := range reported(p.Findings) {
 			out = append(out, ccIssue{
-				Type: "issue", CheckName: f.Rule, Description: f.Rule + " " + f.Message + ". " + f.Remediation + reproducedSentence(f), Categories: []string{"Bug Risk"},
+				Type: "issue", CheckName: f.Rule, Description: Visible(f.Rule+" "+f.Message) + ". " + visibleFix(f.Remediation) + reproducedSentence(f), Categories: []string{"Bug Risk"},
 				Fingerprint: fps.unique(fingerprint(f)),
 				Severity:    ccSeverities[f.Severity],
 				Location:    ccLocation{Path: filepath.ToSlash(f.File), Lines: ccLines{max(f.Line, 1)}},
 			})
 		}
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return encodeJSON(w, out, "  ")
 }

@@ -236,7 +236,7 @@ func TestSARIFValidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, rep := range map[string]*Report{"demo": demoReport(t), "broken": brokenReport(), "empty": {}, "suppressed": suppressedReport(t), "probed": probedReport(t)} {
+	for name, rep := range map[string]*Report{"demo": demoReport(t), "broken": brokenReport(), "empty": {}, "suppressed": suppressedReport(t), "probed": probedReport(t), "hostile": hostileReport(t, true)} {
 		t.Run(name, func(t *testing.T) {
 			out := render(t, "sarif", rep)
 			inst, err := jsonschema.UnmarshalJSON(strings.NewReader(out))

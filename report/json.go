@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"io"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
@@ -136,7 +135,9 @@ type jsonError struct {
 
 // JSON writes the report as one JSON document. Suppressed findings are counted in the
 // summary and listed, each with its "suppressed" object, only with Options.ShowSuppressed:
-// a consumer that predates suppressions keeps seeing only what is reported.
+// a consumer that predates suppressions keeps seeing only what is reported. Strings from the
+// input are escaped as Visible escapes them, as in every format: a consumer reads the
+// escapes a terminal shows.
 func JSON(w io.Writer, r *Report, o Options) error {
 	out := jsonReport{Version: jsonVersion, Tool: jsonTool{Name: "shmdoctor", Version: r.Version}, Summary: r.Summarize(), ProbeNote: r.ProbeNote, Config: r.Config, Projects: []jsonProject{}}
 	for _, p := range r.Projects {
@@ -162,9 +163,7 @@ func JSON(w io.Writer, r *Report, o Options) error {
 		}
 		out.Projects = append(out.Projects, jp)
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return encodeJSON(w, out, "  ")
 }
 
 func shmJSON(p *analyze.ShmPlan) jsonShm {

@@ -28,11 +28,11 @@ type junitSuite struct {
 
 // junitCounts are the attributes a testsuites root and each testsuite carry.
 type junitCounts struct {
-	Tests    int    `xml:"tests,attr"`
-	Failures int    `xml:"failures,attr"`
-	Errors   int    `xml:"errors,attr"`
-	Skipped  int    `xml:"skipped,attr"`
-	Time     string `xml:"time,attr"`
+	Tests    int `xml:"tests,attr"`
+	Failures int `xml:"failures,attr"`
+	Errors   int `xml:"errors,attr"`
+	Skipped  int `xml:"skipped,attr"`
+	Time     int `xml:"time,attr"` // seconds: the doctor times nothing
 }
 
 // add counts another suite's results in c.
@@ -48,17 +48,17 @@ type junitCase struct {
 	Classname string        `xml:"classname,attr"`
 	File      string        `xml:"file,attr,omitempty"`
 	Line      int           `xml:"line,attr,omitempty"`
-	Time      string        `xml:"time,attr"`
+	Time      int           `xml:"time,attr"`
 	Failure   *junitProblem `xml:"failure,omitempty"`
 	Error     *junitProblem `xml:"error,omitempty"`
 	Skipped   *junitSkipped `xml:"skipped,omitempty"`
-	SystemOut string        `xml:"system-out,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty" visible:"lines"`
 }
 
 type junitProblem struct {
 	Message string `xml:"message,attr"`
 	Type    string `xml:"type,attr"`
-	Text    string `xml:",chardata"`
+	Text    string `xml:",chardata" visible:"lines"`
 }
 
 type junitSkipped struct {
@@ -71,16 +71,16 @@ type junitSkipped struct {
 // finding as its output below it; a suppressed finding is a skipped testcase, a load error
 // an errored one, and each service without findings a passed one.
 func JUnit(w io.Writer, r *Report, o Options) error {
-	out := junitSuites{Name: "shmdoctor", junitCounts: junitCounts{Time: "0"}}
+	out := junitSuites{Name: "shmdoctor"}
 	for _, p := range r.Projects {
-		s := junitSuite{Name: p.Name, junitCounts: junitCounts{Time: "0"}}
+		s := junitSuite{Name: p.Name}
 		if len(p.Files) > 0 {
 			s.File = p.Files[0]
 		}
 		for _, e := range p.Errors {
 			s.Cases = append(s.Cases, junitCase{
-				Name: "load " + e.Pos.String(), Classname: p.Name, File: e.File, Line: e.Line, Time: "0",
-				Error: &junitProblem{Message: e.Msg, Type: ccLoadError, Text: e.Pos.String() + ": " + e.Msg},
+				Name: "load " + e.Pos.String(), Classname: p.Name, File: e.File, Line: e.Line,
+				Error: &junitProblem{Message: e.Msg, Type: ccLoadError, Text: Visible(e.Pos.String()) + ": " + Visible(e.Msg)},
 			})
 		}
 		withFindings := map[string]bool{}
@@ -89,7 +89,7 @@ func JUnit(w io.Writer, r *Report, o Options) error {
 			c := junitCase{
 				Name:      f.Rule + " " + f.Name + " at " + f.Pos.String(),
 				Classname: p.Name + "." + f.Service,
-				File:      f.File, Line: f.Line, Time: "0",
+				File:      f.File, Line: f.Line,
 			}
 			text := junitText(f)
 			switch {
@@ -104,7 +104,7 @@ func JUnit(w io.Writer, r *Report, o Options) error {
 		}
 		for _, plan := range p.Plans {
 			if !withFindings[plan.Service] {
-				s.Cases = append(s.Cases, junitCase{Name: "no findings", Classname: p.Name + "." + plan.Service, Time: "0"})
+				s.Cases = append(s.Cases, junitCase{Name: "no findings", Classname: p.Name + "." + plan.Service})
 			}
 		}
 		for _, c := range s.Cases {
@@ -128,7 +128,7 @@ func JUnit(w io.Writer, r *Report, o Options) error {
 	}
 	enc := xml.NewEncoder(w)
 	enc.Indent("", "  ")
-	if err := enc.Encode(out); err != nil {
+	if err := enc.Encode(visibleCopy(out)); err != nil {
 		return err
 	}
 	_, err := io.WriteString(w, "\n")
@@ -138,8 +138,10 @@ func JUnit(w io.Writer, r *Report, o Options) error {
 // junitText is a finding as a testcase's failure or output: what, where, the fix, the
 // measurement that reproduced it, the projects it affects and the rule's documentation.
 func junitText(f analyze.Finding) string {
-	lines := []string{fmt.Sprintf("%s %s %s %s", f.Severity, f.Rule, f.Pos, f.Message), "fix: " + f.Remediation}
-	lines = append(lines, findingNotes(f)...)
-	lines = append(lines, ruleDocsURI+f.Rule+".md")
+	lines := []string{Visible(fmt.Sprintf("%s %s %s %s", f.Severity, f.Rule, f.Pos, f.Message)), "fix: " + visibleFix(f.Remediation)}
+	for _, n := range findingNotes(f) {
+		lines = append(lines, Visible(n))
+	}
+	lines = append(lines, RuleURL(Visible(f.Rule)))
 	return strings.Join(lines, "\n")
 }

@@ -51,21 +51,36 @@ func wrapWords(lead, text string, width, indent int, style lipgloss.Style) []str
 }
 
 // wrapPlain breaks text at spaces into lines of at most width columns, for a table cell.
+// Each word is measured once: a table narrows its columns by trying every width.
 func wrapPlain(text string, width int) []string {
 	var lines []string
 	var line string
+	lineW := 0
 	for _, word := range words(text) {
+		w := lipgloss.Width(word)
 		switch {
 		case line == "":
-			line = word
-		case lipgloss.Width(line)+1+lipgloss.Width(word) <= width:
-			line += " " + word
+			line, lineW = word, w
+		case lineW+1+w <= width:
+			line, lineW = line+" "+word, lineW+1+w
 		default:
 			lines = append(lines, line)
-			line = word
+			line, lineW = word, w
 		}
 	}
 	return append(lines, line)
+}
+
+// lineCount is the number of lines wrapPlain breaks words of these widths into.
+func lineCount(widths []int, width int) int {
+	lines, lineW := 1, -1
+	for _, w := range widths {
+		if lineW >= 0 && lineW+1+w > width {
+			lines, lineW = lines+1, -1
+		}
+		lineW += 1 + w
+	}
+	return lines
 }
 
 // units are the words that stay on the line of the word before them: a size or a speed
@@ -98,11 +113,27 @@ func longestWord(text string) int {
 }
 
 // cell is one table cell: its text and how it is styled. The text of a column that wraps
-// is plain, so that it breaks between words and each line keeps the style.
+// is plain, so that it breaks between words and each line keeps the style. The text is
+// escaped as Visible escapes it when the table is laid out, unless it is the renderer's own.
 type cell struct {
 	text  string
 	style lipgloss.Style
 	keep  bool // never wrapped, even in a column that wraps (a bar)
+	own   bool // drawn and styled by the renderer (a bar): not escaped
+}
+
+// visibleCells are rows with the text of each cell escaped, but the renderer's own.
+func visibleCells(rows [][]cell) [][]cell {
+	out := make([][]cell, len(rows))
+	for i, r := range rows {
+		out[i] = slices.Clone(r)
+		for j := range out[i] {
+			if !out[i][j].own {
+				out[i][j].text = Visible(out[i][j].text)
+			}
+		}
+	}
+	return out
 }
 
 func plainCells(ss ...string) []cell {
@@ -125,6 +156,7 @@ func layoutTable(rows [][]cell, wrap map[int]bool, indent, width int, header lip
 
 // layoutRows is layoutTable with the lines of each row apart.
 func layoutRows(rows [][]cell, wrap map[int]bool, indent, width int, header lipgloss.Style) (byRow [][]string, fits bool) {
+	rows = visibleCells(rows)
 	n := len(rows[0])
 	widths, minw := make([]int, n), make([]int, n)
 	for r, row := range rows {
@@ -144,15 +176,25 @@ func layoutRows(rows [][]cell, wrap map[int]bool, indent, width int, header lipg
 		}
 		return t
 	}
+	// Each cell's words are measured once: the loop below tries every width.
+	wordWidths := make([][][]int, len(rows))
+	for r, row := range rows {
+		wordWidths[r] = make([][]int, n)
+		for i, c := range row {
+			for _, w := range words(c.text) {
+				wordWidths[r][i] = append(wordWidths[r][i], lipgloss.Width(w))
+			}
+		}
+	}
 	// Narrow one column by one at a time: the one that adds the fewest lines to the table,
 	// the widest of those; a row whose cells wrap in two columns costs its lines once.
 	height := func() int {
 		h := 0
-		for _, row := range rows[1:] {
+		for r, row := range rows[1:] {
 			rh := 1
 			for i, c := range row {
-				if wrap[i] && !c.keep && lipgloss.Width(c.text) > widths[i] {
-					rh = max(rh, len(wrapPlain(c.text, widths[i])))
+				if wrap[i] && !c.keep {
+					rh = max(rh, lineCount(wordWidths[r+1][i], widths[i]))
 				}
 			}
 			h += rh

@@ -37,18 +37,24 @@ func newLiveBlock(w io.Writer, more string) liveBlock {
 	return b
 }
 
-// draw replaces the previous drawing with lines. It erases line by line, never below the
-// cursor: erasing below from the top-left cell makes tmux push the whole screen into its
-// scrollback, so a block drawn from the top row of a pane left a copy there at every redraw.
-// It never moves down past the previous drawing's last line except to draw a longer block,
-// so a redraw scrolls the terminal only as much as the block grew.
+// draw replaces the previous drawing with lines, each escaped whole but for its colour codes
+// (as a lineWriter escapes them): the block's own cursor movements are the only other
+// escape sequences it writes. It erases line by line, never below the cursor: erasing below
+// from the top-left cell makes tmux push the whole screen into its scrollback, so a block
+// drawn from the top row of a pane left a copy there at every redraw. It never moves down
+// past the previous drawing's last line except to draw a longer block, so a redraw scrolls
+// the terminal only as much as the block grew.
 func (b *liveBlock) draw(lines []string) error {
 	var s strings.Builder
 	if b.lines > 0 {
 		fmt.Fprintf(&s, "\x1b[%dF", b.lines) // back to the first line
 	}
 	width, height := b.size()
-	lines = fitTerminal(lines, width, height, b.more)
+	safe := make([]string, len(lines))
+	for i, l := range lines {
+		safe[i] = escape(l, keepSGR)
+	}
+	lines = fitTerminal(safe, width, height, b.more)
 	for _, l := range lines {
 		s.WriteString("\x1b[2K" + l + "\n")
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"charm.land/lipgloss/v2"
 
@@ -43,15 +44,15 @@ type probeResult struct {
 }
 
 // NewProgress returns a Progress writing to w (a terminal): a title line, then the services
-// in this order.
+// in this order. The title and the services' names are escaped as Visible escapes them.
 func NewProgress(w io.Writer, color bool, title string, services []string) *Progress {
-	p := &Progress{title: title, pal: newPalette(color), now: time.Now, lines: map[string]*progressLine{},
+	p := &Progress{title: Visible(title), pal: newPalette(color), now: time.Now, lines: map[string]*progressLine{},
 		block: newLiveBlock(w, "  … %d more services")}
 	for _, s := range services {
 		if _, ok := p.lines[s]; !ok {
 			p.order = append(p.order, s)
 			p.lines[s] = &progressLine{stage: probe.StageWaiting}
-			p.width = max(p.width, len(s))
+			p.width = max(p.width, utf8.RuneCountInString(Visible(s)))
 		}
 	}
 	p.width = min(p.width, 40)
@@ -131,7 +132,7 @@ func (p *Progress) draw() {
 const verdictWidth = 54
 
 func (p *Progress) line(service string, l *progressLine, width int) string {
-	name := service
+	name := Visible(service)
 	if len([]rune(name)) > width {
 		name = string([]rune(name)[:width-1]) + "…"
 	}
@@ -172,7 +173,7 @@ func result(e probe.Event) *probeResult {
 	case m.CreateError != "":
 		r.problem = "docker refused the container"
 	case m.Error != "":
-		r.problem = "failed: " + firstLine(m.Error)
+		r.problem = "failed: " + Visible(firstLine(m.Error))
 	}
 	if r.write == "-" {
 		r.write = ""

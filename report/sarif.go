@@ -3,7 +3,6 @@ package report
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"io"
 	"net/url"
 	"path/filepath"
@@ -46,7 +45,7 @@ type sarifDriver struct {
 	Version         string      `json:"version,omitempty"`
 	SemanticVersion string      `json:"semanticVersion,omitempty"`
 	InformationURI  string      `json:"informationUri"`
-	Rules           []sarifRule `json:"rules"`
+	Rules           []sarifRule `json:"rules" visible:"own"` // the registry's own documentation
 }
 
 type sarifRule struct {
@@ -65,7 +64,7 @@ type sarifProperties struct {
 }
 
 type sarifText struct {
-	Text string `json:"text"`
+	Text string `json:"text" visible:"fix"` // a message may end with a remediation
 }
 
 type sarifHelp struct {
@@ -179,11 +178,11 @@ func SARIF(w io.Writer, r *Report, _ Options) error {
 	run := sarifRun{Tool: sarifTool{driver}, OriginalURIBaseIDs: map[string]sarifArtifact{srcRoot: {URI: rootURI}}, Results: []sarifResult{}}
 	inv := sarifInvocation{ExecutionSuccessful: r.Errors() == 0 && !r.Interrupted}
 	if r.Interrupted {
-		inv.ToolExecutionNotifications = append(inv.ToolExecutionNotifications, sarifNotification{Level: "warning", Message: sarifText{"probe " + r.ProbeNote}})
+		inv.ToolExecutionNotifications = append(inv.ToolExecutionNotifications, sarifNotification{Level: "warning", Message: sarifText{"probe " + Visible(r.ProbeNote)}})
 	}
 	for _, p := range r.Projects {
 		for _, e := range p.Errors {
-			n := sarifNotification{Level: "error", Message: sarifText{e.Msg}}
+			n := sarifNotification{Level: "error", Message: sarifText{Visible(e.Msg)}}
 			if e.File != "" {
 				n.Locations = []sarifLocation{sarifLoc(e.Pos)}
 			}
@@ -192,7 +191,7 @@ func SARIF(w io.Writer, r *Report, _ Options) error {
 		for fi, f := range p.Findings {
 			res := sarifResult{
 				RuleID: f.Rule, RuleIndex: index[f.Rule], Level: sarifLevels[f.Severity],
-				Message:             sarifText{f.Message + ". " + f.Remediation + reproducedSentence(f)},
+				Message:             sarifText{Visible(f.Message) + ". " + visibleFix(f.Remediation) + reproducedSentence(f)},
 				Locations:           []sarifLocation{sarifLoc(f.Pos)},
 				PartialFingerprints: map[string]string{sarifFPField: fps[p][fi]},
 			}
@@ -222,9 +221,7 @@ func SARIF(w io.Writer, r *Report, _ Options) error {
 		}
 	}
 	run.Invocations = []sarifInvocation{inv}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(sarifLog{Schema: sarifSchema, Version: "2.1.0", Runs: []sarifRun{run}})
+	return encodeJSON(w, sarifLog{Schema: sarifSchema, Version: "2.1.0", Runs: []sarifRun{run}}, "  ")
 }
 
 // reproducedSentence is what the probe reproduced of a finding, as a sentence to append to
@@ -233,7 +230,7 @@ func reproducedSentence(f analyze.Finding) string {
 	if f.Evidence == nil {
 		return ""
 	}
-	return " Reproduced by the probe: " + f.Evidence.Message + "."
+	return " Reproduced by the probe: " + Visible(f.Evidence.Message) + "."
 }
 
 // semverPattern is Semantic Versioning 2.0.0's own regular expression.

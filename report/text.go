@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
-	"unicode"
 
 	"charm.land/lipgloss/v2"
 
@@ -14,43 +12,44 @@ import (
 )
 
 // Text writes the report for people: per project its errors, notes and findings grouped by
-// service, a table of every service's /dev/shm, and a summary line.
+// service, a table of every service's /dev/shm, and a summary line. What came from the
+// input is escaped as Visible escapes it, and every line is written through a lineWriter.
 func Text(w io.Writer, r *Report, o Options) error {
 	pal := newPalette(o.Color)
-	tw := &errWriter{w: w}
+	tw := newLineWriter(w, o)
 	if o.Verbose {
 		config := r.Config
 		if config == "" {
 			config = "none"
 		}
-		tw.lines(wrapWords("", printable("config: "+config), o.width(), 2, pal.Dim))
-		tw.printf("\n")
+		tw.lines(wrapWords("", "config: "+Visible(config), o.width(), 2, pal.Dim))
+		tw.line("")
 	}
 	for i, p := range r.Projects {
 		if i > 0 {
-			tw.printf("\n")
+			tw.line("")
 		}
 		textProject(tw, p, pal, o)
 	}
 	if r.ProbeNote != "" && !o.Quiet {
-		tw.printf("\n")
-		tw.lines(wrapWords("", "probe: "+r.ProbeNote, o.width(), 2, pal.Dim))
+		tw.line("")
+		tw.lines(wrapWords("", "probe: "+Visible(r.ProbeNote), o.width(), 2, pal.Dim))
 	}
 	s := r.Summarize()
 	if !o.Quiet || s.Error+s.Warning > 0 || r.Errors() > 0 {
-		tw.printf("\n")
+		tw.line("")
 		tw.lines(wrapWords("", summaryLine(r, s, pal, o), o.width(), 2, lipgloss.NewStyle()))
 	}
 	return tw.err
 }
 
-func textProject(w *errWriter, p *Project, pal palette, o Options) {
+func textProject(w *lineWriter, p *Project, pal palette, o Options) {
 	width := o.width()
-	title := "project " + p.Name
+	title := "project " + Visible(p.Name)
 	if p.Kubernetes {
-		title = "manifest " + p.Name
+		title = "manifest " + Visible(p.Name)
 	} else if len(p.Files) > 0 {
-		title += " (" + strings.Join(p.Files, ", ") + ")"
+		title += " (" + Visible(strings.Join(p.Files, ", ")) + ")"
 	}
 	findings := p.Shown(o)
 	if o.Quiet {
@@ -58,66 +57,67 @@ func textProject(w *errWriter, p *Project, pal palette, o Options) {
 		findings = slices.DeleteFunc(slices.Clone(findings), func(f analyze.Finding) bool { return f.Severity < analyze.Warning })
 	}
 	if !o.Quiet || len(findings) > 0 || len(p.Errors) > 0 {
-		w.lines(wrapWords("", printable(title), width, 2, pal.Project))
+		w.lines(wrapWords("", title, width, 2, pal.Project))
 		if v := p.Variant; v != nil {
-			w.lines(wrapWords("  ", printable(fmt.Sprintf("checked as %s, %s: %s", v.CheckedAs(), v.Mode(), v.Why)), width, 4, pal.Dim))
+			w.lines(wrapWords("  ", Visible(fmt.Sprintf("checked as %s, %s: %s", v.CheckedAs(), v.Mode(), v.Why)), width, 4, pal.Dim))
 		}
 	}
 	for _, e := range p.Errors {
-		lead := "  " + pal.Severity[analyze.Error].Render("error") + " " + pal.Pos.Render(printable(e.Pos.String()))
-		w.lines(wrapWords(lead, printable(e.Msg), width, 4, lipgloss.NewStyle()))
+		lead := "  " + pal.Severity[analyze.Error].Render("error") + " " + pal.Pos.Render(Visible(e.Pos.String()))
+		w.lines(wrapWords(lead, Visible(e.Msg), width, 4, lipgloss.NewStyle()))
 	}
 	if !o.Quiet {
 		for _, n := range p.Notes {
-			w.lines(wrapWords("  ", printable("note: "+n), width, 4, pal.Dim))
+			w.lines(wrapWords("  ", "note: "+Visible(n), width, 4, pal.Dim))
 		}
 	}
 	var current string
 	for _, f := range byService(findings) {
 		if f.Service != current {
 			current = f.Service
-			w.printf("  %s\n", pal.Service.Render(f.Service))
+			w.line("  " + pal.Service.Render(Visible(f.Service)))
 		}
 		if s := f.Suppressed; s != nil {
 			// Listed for review, dimmed: what silences it instead of a fix.
-			lead := "    " + pal.Dim.Render(printable(fmt.Sprintf("%-7s %s %s", f.Severity, f.Rule, f.Pos)))
-			w.lines(wrapWords(lead, printable(f.Message), width, 12, pal.Dim))
+			lead := "    " + pal.Dim.Render(Visible(fmt.Sprintf("%-7s %s %s", f.Severity, f.Rule, f.Pos)))
+			w.lines(wrapWords(lead, Visible(f.Message), width, 12, pal.Dim))
 			why := fmt.Sprintf("suppressed by %s at %s", s.Kind, s.Pos)
 			if s.Reason != "" {
 				why += ": " + s.Reason
 			}
-			w.lines(wrapWords(strings.Repeat(" ", 12), printable(why), width, 12, pal.Dim))
+			w.lines(wrapWords(strings.Repeat(" ", 12), Visible(why), width, 12, pal.Dim))
 			continue
 		}
 		sev := pal.Severity[f.Severity].Render(fmt.Sprintf("%-7s", f.Severity))
-		lead := "    " + sev + " " + pal.Rule.Render(f.Rule) + " " + pal.Pos.Render(printable(f.Pos.String()))
+		rule := Visible(f.Rule)
+		lead := "    " + sev + " " + pal.Rule.Render(rule) + " " + pal.Pos.Render(Visible(f.Pos.String()))
 		// The line ends with the rule's page, as compose-lint's do: one click from a
 		// finding to its rationale and examples.
-		msg := printable(f.Message)
+		msg := Visible(f.Message)
 		if plain := plainWords(f.Message); plain != "" {
 			// the engine's raw words stay, under what they mean
-			w.lines(wrapWords(lead, plain, width, 12, lipgloss.NewStyle()))
+			w.lines(wrapWords(lead, Visible(plain), width, 12, lipgloss.NewStyle()))
 			lead = strings.Repeat(" ", 12)
 		}
-		w.lines(wrapWords(lead, msg+" "+pal.Dim.Render(RuleURL(f.Rule)), width, 12, lipgloss.NewStyle()))
+		w.lines(wrapWords(lead, msg+" "+pal.Dim.Render(RuleURL(rule)), width, 12, lipgloss.NewStyle()))
 		for _, l := range findingNotes(f) {
-			w.lines(wrapWords(strings.Repeat(" ", 12), printable(l), width, 12, pal.Dim))
+			w.lines(wrapWords(strings.Repeat(" ", 12), Visible(l), width, 12, pal.Dim))
 		}
-		textFix(w, printable(f.Remediation, '\n'), pal, width)
+		textFix(w, visibleFix(f.Remediation), pal, width)
 	}
 	if o.Verbose {
 		if p.Doc != nil && !p.Kubernetes {
-			w.lines(wrapWords("  ", printable("read: "+strings.Join(p.Doc.FilesRead(), ", ")), width, 4, pal.Dim))
+			w.lines(wrapWords("  ", "read: "+Visible(strings.Join(p.Doc.FilesRead(), ", ")), width, 4, pal.Dim))
 		}
 		for _, plan := range p.Plans {
-			w.lines(wrapWords("  ", printable(derivation(plan)), width, 4, pal.Dim))
+			w.lines(wrapWords("  ", Visible(derivation(plan)), width, 4, pal.Dim))
 		}
 	}
 	if len(p.Plans) > 0 && !o.Quiet {
-		w.printf("\n")
+		w.line("")
 		serviceTable(w, p, pal, width)
 		for _, n := range probeNotes(p) {
-			w.lines(wrapWords("  ", printable(n), width, 4, pal.Dim))
+			w.lines(wrapWords("  ", Visible(n), width, 4, pal.Dim))
 		}
 	}
 }
@@ -140,7 +140,7 @@ const fixIndent = 17
 
 // textFix prints a finding's remediation under it, its sentences wrapped under "fix:"; the
 // indented lines of Kubernetes fixes are YAML snippets, printed as they are.
-func textFix(w *errWriter, fix string, pal palette, width int) {
+func textFix(w *lineWriter, fix string, pal palette, width int) {
 	first, rest, _ := strings.Cut(fix, "\n")
 	w.lines(wrapWords(strings.Repeat(" ", 12)+pal.Fix.Render("fix:"), first, width, fixIndent, pal.Fix))
 	if rest == "" {
@@ -148,35 +148,15 @@ func textFix(w *errWriter, fix string, pal palette, width int) {
 	}
 	for _, l := range strings.Split(rest, "\n") {
 		if strings.TrimSpace(l) == "" {
-			w.printf("\n")
+			w.line("")
 			continue
 		}
 		if strings.HasPrefix(l, " ") {
-			w.printf("%s%s\n", strings.Repeat(" ", fixIndent), pal.Fix.Render(l)) // YAML: as written
+			w.line(strings.Repeat(" ", fixIndent) + pal.Fix.Render(l)) // YAML: as written
 			continue
 		}
 		w.lines(wrapWords(strings.Repeat(" ", fixIndent), l, width, fixIndent, pal.Fix))
 	}
-}
-
-// printable writes the control characters of s as Go escapes (\x1b, \n), except those in
-// keep: a file name holding an escape sequence or a newline must neither restyle the
-// terminal nor forge a line of the report.
-func printable(s string, keep ...rune) string {
-	escape := func(r rune) bool { return unicode.IsControl(r) && !slices.Contains(keep, r) }
-	if !strings.ContainsFunc(s, escape) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if escape(r) {
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 // byService orders findings into one run per service, services in the order of their first
@@ -205,14 +185,14 @@ func byService(fs []analyze.Finding) []analyze.Finding {
 // of these that fits: one table, its cells wrapped between words where needed; the
 // measurement in a table of its own, the prediction repeated beside it; each service's
 // name on a line of its own above its row (the long names of Kubernetes workloads).
-func serviceTable(w *errWriter, p *Project, pal palette, width int) {
+func serviceTable(w *lineWriter, p *Project, pal palette, width int) {
 	head := plainCells("SERVICE", "SHM_SIZE", "PREDICTED", "SOURCE", "MEM LIMIT", "PROFILE")
 	wrap := map[int]bool{2: true, 4: true, 5: true}
 	measuredHead := plainCells("MEASURED", "WRITE")
 	rows := [][]cell{head}
 	split := [][]cell{append(plainCells("SERVICE", "PREDICTED"), measuredHead...)}
 	for _, plan := range p.Plans {
-		row := plainCells(plan.Service, configured(plan), predicted(plan), printable(source(plan)), limit(plan), profile(plan))
+		row := plainCells(plan.Service, configured(plan), predicted(plan), source(plan), limit(plan), profile(plan))
 		if p.Measurements != nil {
 			m := measuredCells(p.Measurements[plan.Service], pal)
 			split = append(split, append(plainCells(plan.Service, predicted(plan)), m...))
@@ -261,6 +241,7 @@ func serviceTable(w *errWriter, p *Project, pal palette, width int) {
 
 // stackedTable lays rows out with the first cell on a line of its own above the others.
 func stackedTable(rows [][]cell, width int, pal palette) []string {
+	rows = visibleCells(rows)
 	rest := make([][]cell, len(rows))
 	for i, r := range rows {
 		rest[i] = r[1:]
@@ -493,16 +474,11 @@ func plural(n int, word string) string {
 	return fmt.Sprintf("%d %ss", n, word)
 }
 
+// errWriter writes what a machine reads line by line (workflow commands, an XML header),
+// keeping the first error.
 type errWriter struct {
 	w   io.Writer
 	err error
-}
-
-// lines prints each line on its own.
-func (e *errWriter) lines(ls []string) {
-	for _, l := range ls {
-		e.printf("%s\n", l)
-	}
 }
 
 func (e *errWriter) printf(format string, args ...any) {

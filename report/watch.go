@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -45,10 +44,10 @@ func (v *LiveView) Clear() error { return v.clear() }
 // terminal's control sequences. The bar narrows, then the memory limit's cell wraps,
 // rather than a line be cut: the headroom is the verdict.
 func liveLines(s analyze.WatchSample, started time.Time, interval time.Duration, pal palette, width int) []string {
-	head := fmt.Sprintf("watching %s every %s, %s elapsed (Ctrl-C for the summary)", s.Project, interval, s.Time.Sub(started).Round(time.Second))
+	head := fmt.Sprintf("watching %s every %s, %s elapsed (Ctrl-C for the summary)", Visible(s.Project), interval, s.Time.Sub(started).Round(time.Second))
 	lines := wrapWords("", head, width, 2, pal.Dim)
 	if len(s.Services) == 0 {
-		return append(lines, wrapWords("  ", "no running container of project "+s.Project+" yet", width, 4, lipgloss.NewStyle())...)
+		return append(lines, wrapWords("  ", "no running container of project "+Visible(s.Project)+" yet", width, 4, lipgloss.NewStyle())...)
 	}
 	var table []string
 	for _, try := range []struct {
@@ -67,7 +66,7 @@ func liveLines(s analyze.WatchSample, started time.Time, interval time.Duration,
 				rows = append(rows, plainCells(u.Service, "0", sizeOr(u.SizeBytes, "?"), "exited", sizeOr(u.PeakBytes, "-"), "", headroom(u.MemLimitBytes, nil)))
 				continue
 			}
-			use := cell{text: bar(u.UsedBytes, u.PeakBytes, u.SizeBytes, bw, pal), keep: true}
+			use := cell{text: bar(u.UsedBytes, u.PeakBytes, u.SizeBytes, bw, pal), keep: true, own: true}
 			if len(u.Errors) > 0 && u.UsedBytes == nil {
 				use = cell{text: "cannot read: " + u.Errors[0], style: pal.Severity[analyze.Error]}
 			}
@@ -135,20 +134,21 @@ func hostOr(host bool) string {
 
 // WatchText writes the summary of a watch for people: what each service used at its peak,
 // the shm_size that follows, whether the memory limit holds it, and where to write it.
+// What the engine and the compose file name is escaped as Visible escapes it.
 func WatchText(w io.Writer, s *analyze.WatchSummary, o Options) error {
 	pal := newPalette(o.Color)
-	tw := &errWriter{w: w}
+	tw := newLineWriter(w, o)
 	end := "--duration"
 	switch {
 	case s.DaemonError != "":
-		end = "the daemon: " + s.DaemonError
+		end = "the daemon: " + Visible(s.DaemonError)
 	case s.Interrupted:
 		end = "Ctrl-C"
 	}
-	tw.printf("%s\n", pal.Project.Render(fmt.Sprintf("watched project %s for %s (ended by %s), %s, %s",
-		s.Project, s.Duration.Round(100*time.Millisecond), end, plural(len(s.Services), "service"), plural(len(s.Containers), "container"))))
+	tw.line(pal.Project.Render(fmt.Sprintf("watched project %s for %s (ended by %s), %s, %s",
+		Visible(s.Project), s.Duration.Round(100*time.Millisecond), end, plural(len(s.Services), "service"), plural(len(s.Containers), "container"))))
 	if len(s.Services) == 0 {
-		tw.printf("  no container of project %s ran during the watch\n", s.Project)
+		tw.line("  no container of project " + Visible(s.Project) + " ran during the watch")
 		return tw.err
 	}
 	rows := [][]cell{plainCells("SERVICE", "CONTAINERS", "SIZE", "PEAK", "SHM_SIZE", "MEMORY LIMIT")}
@@ -177,7 +177,7 @@ func WatchText(w io.Writer, s *analyze.WatchSummary, o Options) error {
 			rows = append(rows, []cell{{text: u.Service}, {text: ctrs}, {text: sizeOr(u.SizeBytes, hostOr(u.HostIPC))}, {text: analyze.FormatSize(r.PeakBytes)}, {text: r.ShmSize, style: pal.Fix}, fit})
 		}
 	}
-	tw.printf("\n")
+	tw.line("")
 	lines, _ := layoutTable(rows, map[int]bool{1: true, 5: true}, 2, o.width(), pal.Header)
 	tw.lines(lines)
 	for _, r := range s.Recommendations {
@@ -185,14 +185,14 @@ func WatchText(w io.Writer, s *analyze.WatchSummary, o Options) error {
 	}
 	for _, u := range s.Services {
 		for _, e := range u.Errors {
-			tw.printf("\n")
-			tw.lines(wrapWords("  "+pal.Severity[analyze.Warning].Render("not read"), e, o.width(), 4, lipgloss.NewStyle()))
+			tw.line("")
+			tw.lines(wrapWords("  "+pal.Severity[analyze.Warning].Render("not read"), Visible(e), o.width(), 4, lipgloss.NewStyle()))
 		}
 	}
 	if len(s.Notes) > 0 {
-		tw.printf("\n")
+		tw.line("")
 		for _, n := range s.Notes {
-			tw.lines(wrapWords("", n, o.width(), 2, pal.Dim))
+			tw.lines(wrapWords("", Visible(n), o.width(), 2, pal.Dim))
 		}
 	}
 	return tw.err
@@ -200,12 +200,12 @@ func WatchText(w io.Writer, s *analyze.WatchSummary, o Options) error {
 
 // watchRecommendation prints one service's recommendation: one line when nothing is to
 // change, else the verdict on the memory limit and the compose text to write, and where.
-func watchRecommendation(tw *errWriter, r analyze.ShmRecommendation, pal palette, width int) {
-	say := func(text string, style lipgloss.Style) { tw.lines(wrapWords("  ", text, width, 4, style)) }
-	head := pal.Service.Render(r.Service)
+func watchRecommendation(tw *lineWriter, r analyze.ShmRecommendation, pal palette, width int) {
+	say := func(text string, style lipgloss.Style) { tw.lines(wrapWords("  ", Visible(text), width, 4, style)) }
+	head := pal.Service.Render(Visible(r.Service))
 	if r.NoReduction != "" {
-		tw.printf("\n")
-		tw.lines(wrapWords(head, recommendationLine(r), width, 2, lipgloss.NewStyle()))
+		tw.line("")
+		tw.lines(wrapWords(head, Visible(recommendationLine(r)), width, 2, lipgloss.NewStyle()))
 		say(r.NoReduction, pal.Severity[analyze.Warning])
 		if !r.Fits {
 			say(r.Verdict, pal.Severity[analyze.Error])
@@ -217,12 +217,12 @@ func watchRecommendation(tw *errWriter, r analyze.ShmRecommendation, pal palette
 		if r.RecommendedBytes == analyze.DefaultShmSize && !r.Set {
 			holds = "Docker's default 64 MiB holds it"
 		}
-		tw.printf("\n")
-		tw.lines(wrapWords(head, recommendationLine(r)+": "+pal.OK.Render(holds+", nothing to change"), width, 2, lipgloss.NewStyle()))
+		tw.line("")
+		tw.lines(wrapWords(head, Visible(recommendationLine(r))+": "+pal.OK.Render(holds+", nothing to change"), width, 2, lipgloss.NewStyle()))
 		return
 	}
-	tw.printf("\n")
-	tw.lines(wrapWords(head, recommendationLine(r), width, 2, lipgloss.NewStyle()))
+	tw.line("")
+	tw.lines(wrapWords(head, Visible(recommendationLine(r)), width, 2, lipgloss.NewStyle()))
 	if r.FloorFrom != "" && r.RecommendedBytes == r.FloorBytes {
 		say("not below the minimum: "+r.FloorFrom, pal.Dim)
 	}
@@ -247,11 +247,11 @@ func watchRecommendation(tw *errWriter, r analyze.ShmRecommendation, pal palette
 	if r.Diff != "" {
 		// Not indented: the patch applies as printed (git apply, patch -p1).
 		say(where+", as a patch:", pal.Fix)
-		tw.printf("%s", r.Diff)
+		tw.patch(r.Diff, "")
 		return
 	}
 	say(where+":", pal.Fix)
-	tw.printf("%s", indent(r.Snippet, "    "))
+	tw.patch(r.Snippet, "    ")
 }
 
 // recommendationLine is "peak 48 MiB × 1.5 → shm_size: 128m (now 64 MiB)", or "peak 0 B →
@@ -273,22 +273,12 @@ func recommendationLine(r analyze.ShmRecommendation) string {
 	return line
 }
 
-func indent(s, by string) string {
-	var b strings.Builder
-	for _, l := range strings.SplitAfter(s, "\n") {
-		if l != "" {
-			b.WriteString(by + l)
-		}
-	}
-	return b.String()
-}
-
 // WatchJSONSample writes one sample as one line of JSON, for dashboards reading the stream.
 func WatchJSONSample(w io.Writer, s analyze.WatchSample) error {
-	return json.NewEncoder(w).Encode(s)
+	return encodeJSON(w, s, "")
 }
 
 // WatchJSONSummary writes the summary as the stream's last line of JSON.
 func WatchJSONSummary(w io.Writer, s *analyze.WatchSummary) error {
-	return json.NewEncoder(w).Encode(s)
+	return encodeJSON(w, s, "")
 }

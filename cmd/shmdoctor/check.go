@@ -275,11 +275,11 @@ func checkOrBaseline(ctx context.Context, args []string, stdin io.Reader, stdout
 	}
 	if f.writeBaseline {
 		n := rep.Summarize().Reported()
-		note := stdout
+		note, out := stdout, report.Visible(f.outputs[0])
 		if f.outputs[0] == "-" {
 			note = stderr // stdout holds the baseline, which must stay JSON
 		}
-		fmt.Fprintf(note, "wrote %d %s to %s: later runs with --baseline %s report only new findings\n", n, plural(n, "finding", "findings"), f.outputs[0], f.outputs[0])
+		fmt.Fprintf(note, "wrote %d %s to %s: later runs with --baseline %s report only new findings\n", n, plural(n, "finding", "findings"), out, out)
 	}
 	switch {
 	case interrupted:

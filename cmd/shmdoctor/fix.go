@@ -9,6 +9,7 @@ import (
 	"github.com/shmdoctor/shmdoctor/analyze"
 	"github.com/shmdoctor/shmdoctor/analyze/fix"
 	"github.com/shmdoctor/shmdoctor/analyze/rules"
+	"github.com/shmdoctor/shmdoctor/report"
 	"github.com/spf13/pflag"
 )
 
@@ -30,7 +31,8 @@ func validateFix(f *checkFlags, fs *pflag.FlagSet) error {
 // fixProjects prints the fixes of every project as one unified diff on stdout, with what
 // was and was not fixed on stderr, or with --write applies them to the files and prints
 // that on stdout. Projects are fixed from their files as loaded: when two projects' fixes
-// edit one file, the later project's wait for the next run.
+// edit one file, the later project's wait for the next run. Every line it prints but the
+// diff's is escaped as report.Visible escapes it, the diff as report.VisiblePatch does.
 func fixProjects(projects []*analyze.Project, cfg analyze.Config, f *checkFlags, stdout, stderr io.Writer) (int, error) {
 	log := stderr
 	if f.fixWrite {
@@ -46,7 +48,7 @@ func fixProjects(projects []*analyze.Project, cfg analyze.Config, f *checkFlags,
 	var fixed, skipped, cannot, decide, failed int
 	for _, p := range projects {
 		for _, e := range p.Errors {
-			fmt.Fprintf(stderr, "shmdoctor: %v\n", e)
+			fmt.Fprintf(stderr, "shmdoctor: %s\n", report.Visible(e.Error()))
 			failed++
 		}
 		if !p.Loaded() {
@@ -71,17 +73,17 @@ func fixProjects(projects []*analyze.Project, cfg analyze.Config, f *checkFlags,
 			if fd.Suppressed != nil {
 				continue // kept on purpose: neither fixed nor a decision left to take
 			}
-			at := fmt.Sprintf("%s: %s %s", fd.Pos, fd.Rule, fd.Service)
+			at := report.Visible(fmt.Sprintf("%s: %s %s", fd.Pos, fd.Rule, fd.Service))
 			switch {
 			case fd.Fix != nil && slices.Contains(pt.Applied, fd.Fix):
 				fixed++
-				fmt.Fprintf(&lines, "%s: fixed: %s\n", at, fd.Fix.Description)
+				fmt.Fprintf(&lines, "%s: fixed: %s\n", at, report.Visible(fd.Fix.Description))
 			case fd.Fix != nil:
 				skipped++
 				fmt.Fprintf(&lines, "%s: left for the next run: the fix overlaps another\n", at)
 			case fd.NoFix != "":
 				cannot++
-				fmt.Fprintf(&lines, "%s: not fixed: %s\n", at, fd.NoFix)
+				fmt.Fprintf(&lines, "%s: not fixed: %s\n", at, report.Visible(fd.NoFix))
 			default:
 				decide++
 			}
@@ -93,7 +95,7 @@ func fixProjects(projects []*analyze.Project, cfg analyze.Config, f *checkFlags,
 		}
 	} else {
 		for _, c := range changes {
-			if _, err := io.WriteString(stdout, c.Diff()); err != nil {
+			if _, err := io.WriteString(stdout, report.VisiblePatch(c.Diff())); err != nil {
 				return exitUsage, fmt.Errorf("writing the diff: %w", err)
 			}
 		}
@@ -101,7 +103,7 @@ func fixProjects(projects []*analyze.Project, cfg analyze.Config, f *checkFlags,
 	lines.WriteTo(log)
 	if f.fixWrite {
 		for _, c := range changes {
-			fmt.Fprintf(log, "wrote %s\n", c.Name)
+			fmt.Fprintf(log, "wrote %s\n", report.Visible(c.Name))
 		}
 	}
 	if fixed+skipped+cannot+decide == 0 {

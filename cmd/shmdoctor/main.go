@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/report"
 	"github.com/spf13/pflag"
 )
 
@@ -80,13 +81,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case err == nil:
 		return code
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "shmdoctor: %s\nRun 'shmdoctor --help' for usage.\n", ue.msg)
+		fmt.Fprintf(stderr, "shmdoctor: %s\nRun 'shmdoctor --help' for usage.\n", report.Visible(ue.msg))
 		return exitUsage
 	case ctx.Err() != nil:
 		fmt.Fprintln(stderr, "shmdoctor: interrupted")
 		return exitInterrupted
 	default:
-		fmt.Fprintf(stderr, "shmdoctor: %v\n", err)
+		fmt.Fprintf(stderr, "shmdoctor: %s\n", report.Visible(err.Error()))
 		if code == 0 {
 			code = exitUsage
 		}

@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -272,9 +271,7 @@ func host(ctx context.Context, args []string, _ io.Reader, stdout, _ io.Writer) 
 				out.Reason = verdict.Error()
 			}
 		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
+		if err := report.WriteJSON(stdout, out); err != nil {
 			return exitUsage, err
 		}
 	} else {
@@ -299,6 +296,8 @@ func canGive(info *probe.HostInfo, need int64) (int, error) {
 	return exitClean, nil
 }
 
+// printHost writes what host found for people; what the daemon says is escaped as
+// report.Visible escapes it.
 func printHost(w io.Writer, h *probe.HostInfo, need int64, code int, verdict error) {
 	size := func(n *int64) string {
 		if n == nil {
@@ -317,17 +316,17 @@ func printHost(w io.Writer, h *probe.HostInfo, need int64, code int, verdict err
 		{"nvidia runtime", fmt.Sprintf("%t (runtimes: %s; default %s)", h.NVIDIARuntime, strings.Join(h.Runtimes, ", "), h.DefaultRuntime)},
 	}
 	for _, r := range rows {
-		fmt.Fprintf(w, "%-17s %s\n", r[0]+":", r[1])
+		fmt.Fprintf(w, "%-17s %s\n", r[0]+":", report.Visible(r[1]))
 	}
 	for _, e := range h.Errors {
-		fmt.Fprintf(w, "%-17s %s\n", "not measured:", e)
+		fmt.Fprintf(w, "%-17s %s\n", "not measured:", report.Visible(e))
 	}
 	if need > 0 {
 		switch {
 		case code == exitUsage:
-			fmt.Fprintf(w, "\nneed %s: UNKNOWN, %v\n", analyze.FormatSize(need), verdict)
+			fmt.Fprintf(w, "\nneed %s: UNKNOWN, %s\n", analyze.FormatSize(need), report.Visible(verdict.Error()))
 		case verdict != nil:
-			fmt.Fprintf(w, "\nneed %s: NO, %v\n", analyze.FormatSize(need), verdict)
+			fmt.Fprintf(w, "\nneed %s: NO, %s\n", analyze.FormatSize(need), report.Visible(verdict.Error()))
 		default:
 			fmt.Fprintf(w, "\nneed %s: yes, set shm_size: %s on the service\n", analyze.FormatSize(need), analyze.ComposeSize(need))
 		}

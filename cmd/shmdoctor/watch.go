@@ -174,6 +174,7 @@ func watch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return exitUsage, fmt.Errorf("watch: %w", watchErr)
 	}
 	if len(containers) == 0 {
+		name = report.Visible(name)
 		fmt.Fprintf(stderr, "shmdoctor: no container of project %s ran during the watch (is it up? docker compose -p %s ps)\n", name, name)
 		return exitFindings, nil
 	}
