@@ -44,10 +44,13 @@ FAULTS_N ?= 3
 faults: build
 	FAULTS_N=$(FAULTS_N) SHMDOCTOR_BIN=$(abspath $(BIN)) $(GO) test -tags faults -count=1 -timeout 15m -v ./internal/faults
 
-# A short run of every fuzz target; go test -fuzz takes one target per run.
+# A short run of every fuzz target; go test -fuzz takes one target per run. A new input is
+# minimised for at most FUZZMIN: FuzzDoctor runs the whole command, some 10 ms an input.
+FUZZMIN ?= 5s
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./analyze/compose
-	$(GO) test -run '^$$' -fuzz '^FuzzResolve$$' -fuzztime $(FUZZTIME) ./analyze/compose
+	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./analyze/compose
+	$(GO) test -run '^$$' -fuzz '^FuzzResolve$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./analyze/compose
+	$(GO) test -run '^$$' -fuzz '^FuzzDoctor$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./cmd/shmdoctor
 
 # The truth lab: builds its Debian images where missing (mmdebstrap, docker import), runs the
 # real workloads of testdata/lab against the engine, prints the agreement table and writes

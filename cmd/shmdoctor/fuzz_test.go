@@ -3,12 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"encoding/xml"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -26,7 +24,8 @@ const fuzzSecret = "ghp_FuzzS3cr3tV4lue0123456789"
 // FuzzDoctor runs the whole command over fuzzed projects of several files (.env, include,
 // extends, env_file, a manifest), in every format, then with --fix, and checks each run:
 // no run of the secret in the environment is printed or written, the JSON, SARIF and JUnit
-// reports parse, and no line of the text reports holds a raw control character.
+// reports parse, and no output holds a raw control character, a line a CI runner reads as
+// a command, or a runner's marker, in a text or in a string of a JSON or XML report.
 func FuzzDoctor(f *testing.F) {
 	f.Add(archive(map[string]string{
 		"compose.yaml": "include: [inc.yaml]\nservices:\n  app:\n    extends: {file: base.yaml, service: base}\n    shm_size: \"1g${SECRET}\"\n    env_file: app.env\n",
@@ -43,6 +42,13 @@ func FuzzDoctor(f *testing.F) {
 	f.Add(archive(map[string]string{
 		"compose.yaml": "services:\n  a:\n    image: x\n    ipc: \"service:x\\n  ::warning title=FORGED::f ##[add-mask]y\"\n",
 	}))
+	for _, h := range testutil.HostileStrings[:8] {
+		q := strconv.Quote(h)
+		f.Add(archive(map[string]string{
+			"compose.yaml": "services:\n  " + q + ":\n    image: " + q + "\n    ipc: " + strconv.Quote("service:"+h) + "\n    shm_size: 1g\n",
+			"k8s.yaml":     "apiVersion: v1\nkind: Pod\nmetadata: {name: " + q + ", namespace: " + q + "}\nspec:\n  hostIPC: true\n  containers:\n  - name: " + q + "\n    image: pytorch/pytorch\n",
+		}))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		files := unarchive(data)
 		if len(files) == 0 {
@@ -88,19 +94,22 @@ func checkOutputs(t *testing.T, run string, outputs map[string][]byte) {
 			}
 		}
 	}
-	for _, name := range []string{"json", "sarif", "codeclimate"} {
-		if b, ok := outputs[name]; ok && !json.Valid(b) {
-			t.Fatalf("%s: the %s report is not valid JSON:\n%s", run, name, b)
+	for where, b := range outputs {
+		var err error
+		switch {
+		case where == "json" || where == "sarif" || where == "codeclimate":
+			err = testutil.CheckJSON(b)
+		case where == "junit":
+			err = testutil.CheckXML(b)
+		case where == "github":
+			err = testutil.CheckVisible(string(b), testutil.GitHubCommand)
+		case where == "stdout" && run == "--fix":
+			err = testutil.CheckPatch(string(b))
+		default:
+			err = testutil.CheckVisible(string(b), nil)
 		}
-	}
-	if b, ok := outputs["junit"]; ok {
-		dec := xml.NewDecoder(bytes.NewReader(b))
-		for {
-			if _, err := dec.Token(); err == io.EOF {
-				break
-			} else if err != nil {
-				t.Fatalf("%s: the JUnit report is not XML: %v\n%s", run, err, b)
-			}
+		if err != nil {
+			t.Fatalf("%s: %s: %v\n%s", run, where, err, b)
 		}
 	}
 }
