@@ -2,9 +2,7 @@ package kube
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -32,22 +30,22 @@ const (
 var (
 	k8sAPIVersion = regexp.MustCompile(`(?m)^["']?apiVersion["']?\s*:`)
 	k8sKind       = regexp.MustCompile(`(?m)^["']?kind["']?\s*:`)
-	// helmAction is a template action where YAML structure goes: a line of its own, a
-	// whole value or list item. Actions inside a value ("--name={{.Name}}", as KServe
-	// writes) are the application's own placeholders.
-	helmAction = regexp.MustCompile(`(?m)^[ \t]*(?:-[ \t]+)?(?:[\w.\-/"']+[ \t]*:[ \t]+)?["']?(\{\{)`)
 )
 
 // Sniff tells a Kubernetes manifest (documents with apiVersion and kind) and an unrendered
-// Helm template from a compose file. line is where the first template action is.
+// Helm template from a compose file. A manifest is a Helm template when one of its
+// documents cannot be read for its template actions; line and col are where the first
+// such document fails.
 func Sniff(b []byte) (kind InputKind, line, col int) {
 	textual := k8sAPIVersion.Match(b) && k8sKind.Match(b)
 	if textual {
-		if m := helmAction.FindSubmatchIndex(b); m != nil {
-			i := m[2]
-			line = bytes.Count(b[:i], []byte("\n")) + 1
-			col = i - bytes.LastIndexByte(b[:i], '\n')
-			return inputHelm, line, col
+		if bytes.Contains(b, []byte("{{")) {
+			_, errs := readManifest("", b)
+			for _, e := range errs {
+				if e.Msg == helmRefusal {
+					return inputHelm, e.Line, e.Column
+				}
+			}
 		}
 		return InputKubernetes, 0, 0
 	}
@@ -149,16 +147,9 @@ func Load(file string, stdin []byte, stdinName string, need *int64, needFrom str
 	input.Public(p.abs, content)
 	display := p.set.Display(p.abs)
 	p.Name, p.Files = display, []string{display}
-	if k, line, col := Sniff(content); k == inputHelm {
-		p.Fail(analyze.Pos{File: display, Line: line, Column: col}, "this is a Helm template: render it first (helm template ... | shmdoctor -)")
-		return p.Project
-	}
-	docs, err := parseManifest(display, content)
+	docs, errs := readManifest(display, content)
 	p.set.Docs[p.abs], p.set.Src[p.abs] = docs, content
-	if err != nil {
-		p.Errors = append(p.Errors, source.AsLoadError(err, display))
-		return p.Project
-	}
+	p.Errors = append(p.Errors, errs...)
 	directives := suppress.ScanDirectives(content, docs)
 	for _, d := range directives {
 		if e := d.Problem(display); e != nil {
@@ -177,33 +168,10 @@ func Load(file string, stdin []byte, stdinName string, need *int64, needFrom str
 		p.scope(s)
 		p.Suppressors = append(p.Suppressors, s)
 	}
-	if len(p.Plans) == 0 {
+	if len(p.Plans) == 0 && len(p.Errors) == 0 {
 		p.Notes = append(p.Notes, "no pod spec found: nothing here runs a container")
 	}
 	return p.Project
-}
-
-// parseManifest parses every document of a manifest, refusing alias bombs.
-func parseManifest(display string, content []byte) ([]*yaml.Node, error) {
-	var docs []*yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(content))
-	for {
-		var doc yaml.Node
-		if err := dec.Decode(&doc); err != nil {
-			if errors.Is(err, io.EOF) {
-				return docs, nil
-			}
-			return docs, source.YAMLError(display, content, err)
-		}
-		if len(doc.Content) == 0 {
-			continue
-		}
-		if lim := source.ExpansionLimit(doc.Content[0]); source.ExpandedSize(doc.Content[0], map[*yaml.Node]int64{}, lim) > lim {
-			a := source.FirstAlias(doc.Content[0])
-			return docs, &analyze.LoadError{Pos: analyze.Pos{File: display, Line: a.Line, Column: a.Column}, Msg: fmt.Sprintf("YAML aliases expand to more than %d nodes: refusing an alias bomb", lim)}
-		}
-		docs = append(docs, doc.Content[0])
-	}
 }
 
 // k8sResolver turns the objects of one manifest file into plans.

@@ -262,3 +262,67 @@ spec:
 		t.Fatalf("want one SHM103 naming both facts, got %+v", fs)
 	}
 }
+
+// TestK8sTemplateDocuments checks that a manifest is refused as a Helm template only at a
+// document whose YAML cannot be read (or reads a template action as a mapping key), and
+// that every other document of the file is still analysed.
+func TestK8sTemplateDocuments(t *testing.T) {
+	p := loadOneK8s(t, `apiVersion: v1
+kind: Pod
+metadata: {name: before}
+spec:
+  containers: [{name: c, image: busybox}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: files
+data:
+{{- range .Values.files }}
+  {{ .name }}: {{ .content | quote }}
+{{- end }}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: after, namespace: {{ .Release.Namespace }}}
+spec:
+  containers: [{name: c, image: busybox}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: broken}
+spec:
+  containers: [{name: c, image: busybox}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: last}
+spec:
+  containers: [{name: c, image: "{{inputs.parameters.image}}"}]
+`, nil)
+	var got []string
+	for _, pl := range p.Plans {
+		got = append(got, pl.Service)
+	}
+	if strings.Join(got, " ") != "Pod/before:c Pod/last:c" {
+		t.Errorf("plans %q, want the readable documents' Pod/before:c and Pod/last:c", got)
+	}
+	want := []struct {
+		line, col int
+		msg       string
+	}{{12, 1, "Helm template"}, {18, 36, "Helm template"}, {26, 0, "invalid YAML"}}
+	if len(p.Errors) != len(want) {
+		t.Fatalf("errors %+v, want %d", p.Errors, len(want))
+	}
+	for i, w := range want {
+		e := p.Errors[i]
+		if e.Line != w.line || w.col != 0 && e.Column != w.col || !strings.Contains(e.Msg, w.msg) {
+			t.Errorf("error %d: %d:%d %s; want %d:%d %s", i, e.Line, e.Column, e.Msg, w.line, w.col, w.msg)
+		}
+	}
+	for _, n := range p.Notes {
+		if strings.Contains(n, "no pod spec") {
+			t.Errorf("note %q beside the errors", n)
+		}
+	}
+}
