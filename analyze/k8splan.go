@@ -28,6 +28,9 @@ type K8sPlan struct {
 	// template), "" for plain workloads.
 	Group     string
 	Container string
+	// Pod names the container's pod spec as reports show it: the object, and its replica or
+	// group after a colon. A pod-wide finding (hostIPC) is the pod's, not a container's.
+	Pod string
 	// ContainerPos is the container's name key (or its first key when unnamed).
 	ContainerPos Pos
 	// Volume is the name of the volume mounted at /dev/shm, "" when none.

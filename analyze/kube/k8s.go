@@ -207,6 +207,25 @@ type k8sObject struct {
 	replicas int
 }
 
+// ref names the object in reports: Kind/name, after namespace/ when the manifest sets one,
+// so that Kind/name:container reads the same with and without a namespace (as kustomize
+// adds one).
+func (o k8sObject) ref() string {
+	if o.namespace != "" {
+		return o.namespace + "/" + o.kind + "/" + o.name
+	}
+	return o.kind + "/" + o.name
+}
+
+// pod names a pod spec of the object: the object, and its replica or group after a colon.
+// Its containers are named below it.
+func (o k8sObject) pod(group string) string {
+	if group == "" {
+		return o.ref()
+	}
+	return o.ref() + ":" + group
+}
+
 var argoKinds = map[string]bool{"Workflow": true, "WorkflowTemplate": true, "ClusterWorkflowTemplate": true, "CronWorkflow": true}
 
 // object finds the pod specs of one document: a List's items, Argo workflows by their
@@ -225,6 +244,9 @@ func (r *k8sResolver) object(n *yaml.Node) {
 	}
 	meta := source.Get(n, "metadata")
 	obj := k8sObject{kind: kind, name: source.Scalar(source.Get(meta, "name")), namespace: source.Scalar(source.Get(meta, "namespace"))}
+	if obj.name == "" {
+		obj.name = source.Scalar(source.Get(meta, "generateName")) // Argo workflows, Jobs: the prefix the API server completes
+	}
 	if meta != nil {
 		obj.meta = append(obj.meta, meta)
 	}
@@ -407,10 +429,6 @@ func (r *k8sResolver) plans(obj k8sObject, group string, spec *yaml.Node, cs []p
 		ignore = append(ignore, s.Rules...)
 	}
 	for i, c := range cs {
-		name := obj.kind + "/" + obj.name
-		if obj.namespace != "" {
-			name = obj.kind + "/" + obj.namespace + "/" + obj.name
-		}
 		label := c.label
 		if group != "" {
 			label = group + "/" + label
@@ -426,12 +444,12 @@ func (r *k8sResolver) plans(obj k8sObject, group string, spec *yaml.Node, cs []p
 			nameKey = c.node
 		}
 		k := &analyze.K8sPlan{
-			Kind: obj.kind, Namespace: obj.namespace, Name: obj.name, Group: group, Container: c.label,
+			Kind: obj.kind, Namespace: obj.namespace, Name: obj.name, Group: group, Container: c.label, Pod: obj.pod(group),
 			ContainerPos: r.pos(nameKey), FirstInPod: i == 0, Argo: argo,
 			AllLimited: allLimited, PodMemLimit: podLimit,
 		}
 		r.p.nodes[k] = &podNodes{container: c.node, spec: spec}
-		plan := &analyze.ShmPlan{Service: name + ":" + label, K8s: k, Ignore: ignore}
+		plan := &analyze.ShmPlan{Service: obj.ref() + ":" + label, K8s: k, Ignore: ignore}
 		if hostIPC {
 			k.HostIPC, k.HostIPCPos = true, r.pos(ipcKey)
 		}

@@ -2,6 +2,7 @@ package kube_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -58,7 +59,7 @@ spec:
 		t.Fatalf("%d plans", len(p.Plans))
 	}
 	a := p.Plans[0]
-	if a.Service != "Deployment/prod/web:a" || a.Source != analyze.SourceEmptyDirMemory || !a.GPU || a.Profile == nil || a.Profile.ID != "vllm" {
+	if a.Service != "prod/Deployment/web:a" || a.Source != analyze.SourceEmptyDirMemory || !a.GPU || a.Profile == nil || a.Profile.ID != "vllm" {
 		t.Errorf("plan a: %+v", a)
 	}
 	// the pod limit is the init container's 10Gi (above 3Gi+1Gi), below the 16Gi sizeLimit
@@ -324,5 +325,49 @@ spec:
 		if strings.Contains(n, "no pod spec") {
 			t.Errorf("note %q beside the errors", n)
 		}
+	}
+}
+
+// TestK8sNames checks the one naming scheme of containers: Kind/name:container, after
+// namespace/ when the object sets one, so that the same container reads the same with
+// and without a namespace; an object named by generateName is named by it.
+func TestK8sNames(t *testing.T) {
+	const deployment = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web%s}
+spec:
+  template:
+    spec:
+      containers: [{name: app, image: busybox}]
+`
+	bare := loadOneK8s(t, fmt.Sprintf(deployment, ""), nil).Plans[0].Service
+	namespaced := loadOneK8s(t, fmt.Sprintf(deployment, ", namespace: prod"), nil).Plans[0].Service
+	if bare != "Deployment/web:app" || namespaced != "prod/"+bare {
+		t.Errorf("names %q and %q; want Deployment/web:app and prod/Deployment/web:app", bare, namespaced)
+	}
+	p := loadOneK8s(t, `apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: train, namespace: ml}
+spec:
+  pytorchReplicaSpecs:
+    Worker:
+      template:
+        spec:
+          containers: [{name: pytorch, image: busybox}]
+---
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {generateName: hello-}
+spec:
+  templates:
+    - name: main
+      container: {image: busybox}
+`, nil)
+	var got []string
+	for _, pl := range p.Plans {
+		got = append(got, pl.Service)
+	}
+	if want := "ml/PyTorchJob/train:Worker/pytorch Workflow/hello-:main"; strings.Join(got, " ") != want {
+		t.Errorf("names %q, want %s", got, want)
 	}
 }
