@@ -356,24 +356,39 @@ func isPodSpec(n *yaml.Node) bool {
 	return true
 }
 
-// podContainer is a container to plan and its label.
+// podContainer is a container to plan: its node, its label, its role in the pod and the
+// key of the pod spec or template that holds it.
 type podContainer struct {
 	node  *yaml.Node
 	label string
+	role  string
+	key   string
 }
 
-// pod plans every container of a pod spec.
+// pod plans every container of a pod spec: its containers, then its init containers, of
+// which those with restartPolicy: Always are native sidecars.
 func (r *k8sResolver) pod(obj k8sObject, group string, spec *yaml.Node, outer []*yaml.Node) {
 	var cs []podContainer
 	for _, c := range seq(source.Get(spec, "containers")) {
-		cs = append(cs, podContainer{node: c, label: source.Scalar(source.Get(c, "name"))})
+		cs = append(cs, podContainer{node: c, label: source.Scalar(source.Get(c, "name")), key: "containers"})
 	}
-	limited := append(seq(source.Get(spec, "containers")), seq(source.Get(spec, "initContainers"))...)
-	r.plans(obj, group, spec, cs, limited, append(seq(source.Get(spec, "volumes")), outer...), false)
+	for _, c := range seq(source.Get(spec, "initContainers")) {
+		role := analyze.RoleInit
+		if sidecar(c) {
+			role = analyze.RoleSidecar
+		}
+		cs = append(cs, podContainer{node: c, label: source.Scalar(source.Get(c, "name")), role: role, key: "initContainers"})
+	}
+	r.plans(obj, group, obj.pod(group), spec, cs, true, append(seq(source.Get(spec, "volumes")), outer...), false)
 }
 
+// sidecar reports an init container that keeps running beside the containers: a native
+// sidecar (Kubernetes 1.29+, restartPolicy: Always).
+func sidecar(c *yaml.Node) bool { return source.Scalar(source.Get(c, "restartPolicy")) == "Always" }
+
 // argo plans the containers of an Argo workflow's templates: container, script and
-// containerSet, with the template's volumes before the workflow's.
+// containerSet, the template's init containers and sidecars, with the template's volumes
+// before the workflow's. Each template is a pod of its own.
 func (r *k8sResolver) argo(obj k8sObject, n *yaml.Node) {
 	spec := source.Get(n, "spec")
 	if obj.kind == "CronWorkflow" {
@@ -385,21 +400,26 @@ func (r *k8sResolver) argo(obj k8sObject, n *yaml.Node) {
 		var cs []podContainer
 		for _, k := range []string{"container", "script"} {
 			if c := source.Get(t, k); c != nil && c.Kind == yaml.MappingNode {
-				cs = append(cs, podContainer{node: c, label: name})
+				cs = append(cs, podContainer{node: c, label: name, key: k})
 			}
 		}
 		for _, c := range seq(source.Get(source.Get(t, "containerSet"), "containers")) {
-			cs = append(cs, podContainer{node: c, label: name + "/" + source.Scalar(source.Get(c, "name"))})
+			cs = append(cs, podContainer{node: c, label: name + "/" + source.Scalar(source.Get(c, "name")), key: "containers"})
 		}
 		if len(cs) == 0 {
 			continue
+		}
+		for _, k := range []struct{ key, role string }{{"initContainers", analyze.RoleInit}, {"sidecars", analyze.RoleSidecar}} {
+			for _, c := range seq(source.Get(t, k.key)) {
+				cs = append(cs, podContainer{node: c, label: name + "/" + source.Scalar(source.Get(c, "name")), role: k.role, key: k.key})
+			}
 		}
 		o := obj
 		if m := source.Get(t, "metadata"); m != nil {
 			o.meta = append(slices.Clone(obj.meta), m)
 		}
 		volumes := append(seq(source.Get(t, "volumes")), wfVolumes...)
-		r.plans(o, "", t, cs, nil, volumes, true)
+		r.plans(o, "", obj.pod(name), t, cs, false, volumes, true)
 	}
 }
 
@@ -417,12 +437,12 @@ func seq(n *yaml.Node) []*yaml.Node {
 	return out
 }
 
-// plans makes one ShmPlan per container. limited are the containers whose memory limits
-// make the pod's (nil when the pod runs containers the manifest does not show).
-func (r *k8sResolver) plans(obj k8sObject, group string, spec *yaml.Node, cs []podContainer, limited, volumes []*yaml.Node, argo bool) {
+// plans makes one ShmPlan per container of the pod named pod. known is false when the pod
+// runs containers the manifest does not show, whose memory limits are unknown.
+func (r *k8sResolver) plans(obj k8sObject, group, pod string, spec *yaml.Node, cs []podContainer, known bool, volumes []*yaml.Node, argo bool) {
 	ipcKey, ipcVal := source.GetKey(spec, "hostIPC")
 	hostIPC := source.Scalar(ipcVal) == "true"
-	podLimit, allLimited := r.podLimit(spec, limited)
+	podLimit, allLimited := r.podLimit(spec, known)
 	sups, need, needFrom := r.annotations(obj)
 	var ignore []string
 	for _, s := range sups {
@@ -436,6 +456,9 @@ func (r *k8sResolver) plans(obj k8sObject, group string, spec *yaml.Node, cs []p
 		if label == "" {
 			label = "container"
 		}
+		if c.role != "" {
+			label += " (" + c.role + ")"
+		}
 		nameKey, _ := source.GetKey(c.node, "name")
 		if nameKey == nil && len(c.node.Content) > 0 {
 			nameKey = c.node.Content[0]
@@ -444,7 +467,7 @@ func (r *k8sResolver) plans(obj k8sObject, group string, spec *yaml.Node, cs []p
 			nameKey = c.node
 		}
 		k := &analyze.K8sPlan{
-			Kind: obj.kind, Namespace: obj.namespace, Name: obj.name, Group: group, Container: c.label, Pod: obj.pod(group),
+			Kind: obj.kind, Namespace: obj.namespace, Name: obj.name, Group: group, Container: c.label, Pod: pod, Role: c.role, Key: c.key,
 			ContainerPos: r.pos(nameKey), FirstInPod: i == 0, Argo: argo,
 			AllLimited: allLimited, PodMemLimit: podLimit,
 		}
@@ -617,32 +640,46 @@ func (r *k8sResolver) predict(plan *analyze.ShmPlan) {
 	}
 }
 
-// podLimit is the pod's memory limit: spec.resources.limits.memory (pod-level resources),
-// else the sum of the containers' limits, or the largest init container's if higher, when
-// every container has one.
-func (r *k8sResolver) podLimit(spec *yaml.Node, containers []*yaml.Node) (*int64, bool) {
+// podLimit is the pod's memory limit as the kubelet sizes the pod's cgroup:
+// spec.resources.limits.memory (pod-level resources), else, when every container has a
+// limit, the sum of the containers' and the sidecars' limits, or the largest init
+// container's with the sidecars started before it, if higher (k8s.io/component-helpers
+// resource.PodLimits, after KEP-753). known is false when the pod has containers the
+// manifest does not show.
+func (r *k8sResolver) podLimit(spec *yaml.Node, known bool) (*int64, bool) {
 	if v := source.Get(source.Get(source.Get(spec, "resources"), "limits"), "memory"); v != nil {
 		if n, err := analyze.ParseQuantity(source.Scalar(v)); err == nil && n > 0 {
 			return analyze.Ptr(n), true
 		}
 	}
-	if len(containers) == 0 {
+	if !known {
 		return nil, false
 	}
-	inits := seq(source.Get(spec, "initContainers"))
-	var sum, initMax int64
-	for _, c := range containers {
+	limit := func(c *yaml.Node) (int64, bool) {
 		n, err := analyze.ParseQuantity(source.Scalar(source.Get(source.Get(source.Get(c, "resources"), "limits"), "memory")))
-		if err != nil || n <= 0 {
+		return n, err == nil && n > 0
+	}
+	var sum, sidecars, inits int64
+	for _, c := range seq(source.Get(spec, "containers")) {
+		n, ok := limit(c)
+		if !ok {
 			return nil, false
 		}
-		if slices.Contains(inits, c) {
-			initMax = max(initMax, n)
+		sum += n
+	}
+	for _, c := range seq(source.Get(spec, "initContainers")) {
+		n, ok := limit(c)
+		if !ok {
+			return nil, false
+		}
+		if sidecar(c) {
+			sum, sidecars = sum+n, sidecars+n
+			inits = max(inits, sidecars)
 		} else {
-			sum += n
+			inits = max(inits, n+sidecars)
 		}
 	}
-	return analyze.Ptr(max(sum, initMax)), true
+	return analyze.Ptr(max(sum, inits)), true
 }
 
 // annotations reads shmdoctor.io/ignore and shmdoctor.io/need from the object's metadata

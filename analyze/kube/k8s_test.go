@@ -55,7 +55,7 @@ spec:
 	if len(p.Errors) > 0 {
 		t.Fatal(p.Errors)
 	}
-	if len(p.Plans) != 3 {
+	if len(p.Plans) != 4 {
 		t.Fatalf("%d plans", len(p.Plans))
 	}
 	a := p.Plans[0]
@@ -69,7 +69,10 @@ spec:
 	if b := p.Plans[1]; b.Source != analyze.SourceDefault || *b.Predicted != analyze.DefaultShmSize || b.K8s.FirstInPod {
 		t.Errorf("plan b: %+v", b)
 	}
-	if c := p.Plans[2]; c.Service != "Pod/bare:c" || c.Source != analyze.SourceHost || c.Predicted != nil || c.K8s.HostIPCPos.Line != 27 {
+	if i := p.Plans[2]; i.Service != "prod/Deployment/web:init (init container)" || i.Source != analyze.SourceDefault || *i.MemLimit != 10<<30 {
+		t.Errorf("init container: %+v", i)
+	}
+	if c := p.Plans[3]; c.Service != "Pod/bare:c" || c.Source != analyze.SourceHost || c.Predicted != nil || c.K8s.HostIPCPos.Line != 27 {
 		t.Errorf("plan c: %+v %+v", c, c.K8s)
 	}
 	need := int64(4 << 30)
@@ -369,5 +372,52 @@ spec:
 	}
 	if want := "ml/PyTorchJob/train:Worker/pytorch Workflow/hello-:main"; strings.Join(got, " ") != want {
 		t.Errorf("names %q, want %s", got, want)
+	}
+}
+
+// TestK8sInitContainers checks that init containers and native sidecars are planned and
+// named as such, and that the pod's memory limit counts them as the kubelet does
+// (k8s.io/component-helpers resource.PodLimits, KEP-753): sidecars add to the containers'
+// sum, and an init container runs beside the sidecars started before it.
+func TestK8sInitContainers(t *testing.T) {
+	p := loadOneK8s(t, `apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  initContainers:
+    - {name: proxy, restartPolicy: Always, resources: {limits: {memory: 1Gi}}}
+    - {name: migrate, resources: {limits: {memory: 6Gi}}}
+    - {name: log, restartPolicy: Always, resources: {limits: {memory: 2Gi}}}
+  containers:
+    - {name: app, resources: {limits: {memory: 4Gi}}}
+---
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: wf}
+spec:
+  templates:
+    - name: build
+      initContainers: [{name: fetch, image: busybox}]
+      sidecars: [{name: dind, image: docker:dind}]
+      container: {image: busybox}
+`, nil)
+	var got []string
+	for _, pl := range p.Plans {
+		got = append(got, pl.Service)
+	}
+	want := "Pod/p:app Pod/p:proxy (sidecar container) Pod/p:migrate (init container) Pod/p:log (sidecar container) " +
+		"Workflow/wf:build Workflow/wf:build/fetch (init container) Workflow/wf:build/dind (sidecar container)"
+	if strings.Join(got, " ") != want {
+		t.Errorf("plans\n%q\nwant\n%s", got, want)
+	}
+	// app 4 + sidecars 1 + 2 = 7 GiB; migrate runs with proxy: 6 + 1 = 7 GiB. 8 GiB were
+	// the pod's if the sidecars counted as init containers only.
+	if pl := p.Plans[0]; pl.K8s.PodMemLimit == nil || *pl.K8s.PodMemLimit != 7<<30 {
+		t.Errorf("pod memory limit %v, want 7 GiB", pl.K8s.PodMemLimit)
+	}
+	for _, pl := range p.Plans {
+		if pl.K8s.FirstInPod != (pl.K8s.Container == "app" || pl.K8s.Container == "build") {
+			t.Errorf("%s: FirstInPod %v", pl.Service, pl.K8s.FirstInPod)
+		}
 	}
 }

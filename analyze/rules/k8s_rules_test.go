@@ -3,6 +3,7 @@ package rules_test
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
@@ -43,5 +44,44 @@ func TestK8sRules(t *testing.T) {
 			}
 			checkWants(t, findings, fixtureWants(t, dir))
 		})
+	}
+}
+
+// TestK8sSnippetKeys checks that a remediation's YAML puts the container under the key
+// that holds it: an init container under initContainers, an Argo template's container
+// under container, not under containers.
+func TestK8sSnippetKeys(t *testing.T) {
+	ps := compose.Load(context.Background(), compose.Options{Paths: []string{"-"}, Stdin: strings.NewReader(`apiVersion: v1
+kind: Pod
+metadata: {name: p, annotations: {shmdoctor.io/need: 1Gi}}
+spec:
+  initContainers: [{name: unpack, image: busybox}]
+  containers: [{name: app, image: busybox, volumeMounts: [{name: dshm, mountPath: /dev/shm}]}]
+  volumes: [{name: dshm, emptyDir: {medium: Memory, sizeLimit: 2Gi}}]
+---
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: wf}
+spec:
+  templates:
+    - name: train
+      metadata: {annotations: {shmdoctor.io/need: 1Gi}}
+      container: {image: busybox}
+`)})
+	want := map[string]string{
+		"Pod/p:unpack (init container)": "initContainers:\n      - name: unpack\n        volumeMounts:\n          - name: dshm\n",
+		"Workflow/wf:train":             "container:\n      volumeMounts:\n        - name: dshm\n",
+	}
+	for _, f := range rules.Check(ps[0], analyze.Config{}) {
+		if f.Rule != "SHM101" {
+			continue
+		}
+		if w, ok := want[f.Service]; !ok || !strings.Contains(f.Remediation, w) {
+			t.Errorf("%s: remediation %q, want it to hold %q", f.Service, f.Remediation, w)
+		}
+		delete(want, f.Service)
+	}
+	if len(want) > 0 {
+		t.Errorf("no SHM101 for %v", want)
 	}
 }
