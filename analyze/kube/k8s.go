@@ -509,6 +509,9 @@ func (r *k8sResolver) plans(obj k8sObject, group, pod string, spec *yaml.Node, c
 		r.p.Plans = append(r.p.Plans, plan)
 		for _, s := range sups {
 			s.Services = append(s.Services, plan.Service)
+			if i == 0 {
+				s.Services = append(s.Services, pod) // pod-wide findings: hostIPC
+			}
 		}
 	}
 }
@@ -807,6 +810,11 @@ func (p *manifest) scope(s *analyze.Suppressor) {
 		}
 		if cp.Line <= s.OnLine && cp.Line > best {
 			best, s.Owner = cp.Line, plan.Service
+		}
+	}
+	for _, plan := range p.Plans {
+		if ip := plan.K8s.HostIPCPos; ip.File == s.OnFile && ip.Line == s.OnLine {
+			s.Owner = plan.K8s.Pod // a pod-wide key: the line is the pod's
 		}
 	}
 }

@@ -64,6 +64,40 @@ func shmVolumeSnippet(p *analyze.ShmPlan, size int64) string {
 	return yamlBlock(lines...)
 }
 
+// podShmSnippet is the volumes entry of a memory emptyDir of size and its volumeMounts in
+// each of the pod's containers in plans, under the keys that hold them.
+func podShmSnippet(plans []*analyze.ShmPlan, size int64) string {
+	if len(plans) == 1 {
+		return shmVolumeSnippet(plans[0], size)
+	}
+	lines := []string{
+		"volumes:",
+		"  - name: dshm",
+		"    emptyDir:",
+		"      medium: Memory",
+		"      sizeLimit: " + analyze.K8sSize(size),
+	}
+	var keys []string
+	byKey := map[string][]*analyze.ShmPlan{}
+	for _, p := range plans {
+		key := p.K8s.Key
+		if key == "" {
+			key = "containers"
+		}
+		if byKey[key] == nil {
+			keys = append(keys, key)
+		}
+		byKey[key] = append(byKey[key], p)
+	}
+	for _, key := range keys {
+		lines = append(lines, key+":")
+		for _, p := range byKey[key] {
+			lines = append(lines, "  - name: "+p.K8s.Container, "    volumeMounts:", "      - name: dshm", "        mountPath: /dev/shm")
+		}
+	}
+	return yamlBlock(lines...)
+}
+
 // emptyDirSnippet is the volumes entry of a memory emptyDir of size.
 func emptyDirSnippet(p *analyze.ShmPlan, size int64) string {
 	return yamlBlock(
