@@ -190,6 +190,9 @@ type k8sResolver struct {
 	rayGroups map[*yaml.Node]*yaml.Node
 	// raySubmitters are the pod specs of RayJob submitters: clients of a Ray cluster.
 	raySubmitters map[*yaml.Node]bool
+	// volcanoRay maps the pod spec of a Volcano Job's head or worker task to the Ray node
+	// its ray plugin starts in it.
+	volcanoRay map[*yaml.Node]rayNode
 }
 
 func (r *k8sResolver) pos(n *yaml.Node) analyze.Pos {
@@ -258,6 +261,9 @@ func (r *k8sResolver) object(n *yaml.Node) {
 	if strings.HasPrefix(source.Scalar(source.Get(n, "apiVersion")), "ray.io/") {
 		r.rayCluster(kind, n)
 	}
+	if kind == "Job" && strings.HasPrefix(source.Scalar(source.Get(n, "apiVersion")), "batch.volcano.sh/") {
+		r.volcanoJob(source.Get(n, "spec"))
+	}
 	r.walk(obj, n, nil, "", nil, 0)
 }
 
@@ -291,6 +297,57 @@ func (r *k8sResolver) rayCluster(kind string, n *yaml.Node) {
 		if ps := source.Deref(source.Get(source.Get(g, "template"), "spec")); ps != nil {
 			r.rayGroups[ps] = g
 		}
+	}
+}
+
+// rayNode is a container that Volcano's ray plugin turns into a Ray node: its name, and
+// the command the plugin gives it.
+type rayNode struct {
+	container string
+	command   []string
+}
+
+// volcanoJob records the Ray nodes of a Volcano Job with the ray plugin. The plugin's
+// OnPodCreate replaces the command of the head task's head container and of the worker
+// task's worker container (names set by its --head, --headContainer, --worker and
+// --workerContainer arguments) with ray start, and adds ports and a Service, but no
+// volume: the pods keep the runtime's /dev/shm unless they mount one (volcano-sh/volcano,
+// pkg/controllers/job/plugins/distributed-framework/ray/ray.go). Without a head task the
+// plugin fails the pod's creation, and nothing is modelled.
+func (r *k8sResolver) volcanoJob(spec *yaml.Node) {
+	plugin := source.Get(source.Get(spec, "plugins"), "ray")
+	if plugin == nil {
+		return
+	}
+	args := map[string]string{"head": "head", "headContainer": "head", "worker": "worker", "workerContainer": "worker", "port": "6379", "dashboardPort": "8265", "clientPort": "10001"}
+	words := source.Scalars0(plugin)
+	for i := 0; i < len(words); i++ {
+		name, value, ok := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(words[i], "-"), "-"), "=")
+		if _, known := args[name]; !known || !strings.HasPrefix(words[i], "-") {
+			continue
+		}
+		if !ok && i+1 < len(words) {
+			i++
+			value = words[i]
+		}
+		args[name] = value
+	}
+	tasks := map[string]*yaml.Node{}
+	for _, t := range seq(source.Get(spec, "tasks")) {
+		if ps := source.Deref(source.Get(source.Get(t, "template"), "spec")); ps != nil {
+			tasks[source.Scalar(source.Get(t, "name"))] = ps
+		}
+	}
+	if tasks[args["head"]] == nil {
+		return
+	}
+	if r.volcanoRay == nil {
+		r.volcanoRay = map[*yaml.Node]rayNode{}
+	}
+	r.volcanoRay[tasks[args["head"]]] = rayNode{container: args["headContainer"], command: []string{"sh", "-c",
+		fmt.Sprintf("ray start --head --block --dashboard-host=0.0.0.0 --port=%s --dashboard-port=%s --ray-client-server-port=%s", args["port"], args["dashboardPort"], args["clientPort"])}}
+	if ps := tasks[args["worker"]]; ps != nil && args["worker"] != args["head"] {
+		r.volcanoRay[ps] = rayNode{container: args["workerContainer"], command: []string{"sh", "-c", "ray start --block --address=<head>:" + args["port"]}}
 	}
 }
 
@@ -489,7 +546,12 @@ func (r *k8sResolver) plans(obj k8sObject, group, pod string, spec *yaml.Node, c
 		if plan.GPU && plan.GPUs == 0 {
 			plan.GPUs = 1 // TPUs, Gaudi, Neuron: one device, as far as the evidence goes
 		}
-		command := append(source.Scalars0(source.Get(c.node, "command")), source.Scalars0(source.Get(c.node, "args"))...)
+		command := source.Scalars0(source.Get(c.node, "command"))
+		if n, ok := r.volcanoRay[spec]; ok && c.role == "" && n.container == c.label {
+			command = n.command
+			plan.Notes = append(plan.Notes, fmt.Sprintf("Volcano's ray plugin runs %s here and mounts no volume at /dev/shm", strings.Join(n.command[2:], " ")))
+		}
+		command = append(command, source.Scalars0(source.Get(c.node, "args"))...)
 		plan.Profile = analyze.DetectProfile(analyze.Signals{Image: source.Scalar(source.Get(c.node, "image")), Command: command, GPUs: plan.GPUs, Replicas: obj.replicas})
 		if need != nil {
 			plan.Need, plan.NeedFrom = analyze.Ptr(*need), needFrom

@@ -421,3 +421,42 @@ spec:
 		}
 	}
 }
+
+// TestK8sVolcanoRay checks the model of Volcano's ray plugin (volcano-sh/volcano,
+// pkg/controllers/job/plugins/distributed-framework/ray/ray.go, OnPodCreate): the head and
+// worker tasks' named containers run ray start, whatever their image, with no volume at
+// /dev/shm; the plugin's arguments rename the tasks and containers.
+func TestK8sVolcanoRay(t *testing.T) {
+	projects := compose.Load(context.Background(), compose.Options{Paths: []string{"../../testdata/k8s/volcano-ray/job.yaml"}})
+	if len(projects) != 1 || len(projects[0].Errors) > 0 {
+		t.Fatalf("load: %+v", projects)
+	}
+	ray := map[string]string{ // service: "head" or "worker" for the Ray nodes, "" for the others
+		"Job/ray-cluster-job:head/head":     "head",
+		"Job/ray-cluster-job:worker/worker": "worker",
+		"Job/renamed:master/ray":            "head",
+		"Job/renamed:master/log-shipper":    "",
+		"Job/renamed:workers/worker":        "worker",
+		"Job/renamed:client/worker":         "",
+		"Job/plain:head/head":               "",
+	}
+	for _, p := range projects[0].Plans {
+		role, ok := ray[p.Service]
+		if !ok {
+			t.Errorf("unexpected plan %s", p.Service)
+			continue
+		}
+		delete(ray, p.Service)
+		isRay := p.Profile != nil && p.Profile.ID == "ray"
+		noted := strings.Contains(strings.Join(p.Notes, " "), "Volcano's ray plugin")
+		if isRay != (role != "") || noted != (role != "") {
+			t.Errorf("%s: ray profile %v, note %v; want a Ray %q", p.Service, isRay, noted, role)
+		}
+		if role != "" && !strings.Contains(strings.Join(p.Notes, " "), "ray start --"+map[string]string{"head": "head", "worker": "block --address"}[role]) {
+			t.Errorf("%s: notes %q do not give the plugin's command", p.Service, p.Notes)
+		}
+	}
+	for s := range ray {
+		t.Errorf("no plan %s", s)
+	}
+}
