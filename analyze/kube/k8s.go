@@ -168,7 +168,7 @@ func Load(file string, stdin []byte, stdinName string, need *int64, needFrom str
 		p.scope(s)
 		p.Suppressors = append(p.Suppressors, s)
 	}
-	if len(p.Plans) == 0 && len(p.Errors) == 0 {
+	if len(p.Plans) == 0 && len(p.Errors) == 0 && len(p.Notes) == 0 {
 		p.Notes = append(p.Notes, "no pod spec found: nothing here runs a container")
 	}
 	return p.Project
@@ -261,8 +261,16 @@ func (r *k8sResolver) object(n *yaml.Node) {
 	if strings.HasPrefix(source.Scalar(source.Get(n, "apiVersion")), "ray.io/") {
 		r.rayCluster(kind, n)
 	}
-	if kind == "Job" && strings.HasPrefix(source.Scalar(source.Get(n, "apiVersion")), "batch.volcano.sh/") {
+	switch api := source.Scalar(source.Get(n, "apiVersion")); {
+	case kind == "Job" && strings.HasPrefix(api, "batch.volcano.sh/"):
 		r.volcanoJob(source.Get(n, "spec"))
+	case kind == "ClusterStorageContainer" && strings.HasPrefix(api, "serving.kserve.io/"):
+		r.storageContainer(obj, source.Get(n, "spec"))
+		return
+	case kind == "InferenceService" && strings.HasPrefix(api, "serving.kserve.io/"):
+		r.inferenceService(obj, source.Get(n, "spec"))
+	case kind == "TrainJob" && strings.HasPrefix(api, "trainer.kubeflow.org/"):
+		r.trainJob(obj, source.Get(n, "spec"))
 	}
 	r.walk(obj, n, nil, "", nil, 0)
 }
@@ -297,57 +305,6 @@ func (r *k8sResolver) rayCluster(kind string, n *yaml.Node) {
 		if ps := source.Deref(source.Get(source.Get(g, "template"), "spec")); ps != nil {
 			r.rayGroups[ps] = g
 		}
-	}
-}
-
-// rayNode is a container that Volcano's ray plugin turns into a Ray node: its name, and
-// the command the plugin gives it.
-type rayNode struct {
-	container string
-	command   []string
-}
-
-// volcanoJob records the Ray nodes of a Volcano Job with the ray plugin. The plugin's
-// OnPodCreate replaces the command of the head task's head container and of the worker
-// task's worker container (names set by its --head, --headContainer, --worker and
-// --workerContainer arguments) with ray start, and adds ports and a Service, but no
-// volume: the pods keep the runtime's /dev/shm unless they mount one (volcano-sh/volcano,
-// pkg/controllers/job/plugins/distributed-framework/ray/ray.go). Without a head task the
-// plugin fails the pod's creation, and nothing is modelled.
-func (r *k8sResolver) volcanoJob(spec *yaml.Node) {
-	plugin := source.Get(source.Get(spec, "plugins"), "ray")
-	if plugin == nil {
-		return
-	}
-	args := map[string]string{"head": "head", "headContainer": "head", "worker": "worker", "workerContainer": "worker", "port": "6379", "dashboardPort": "8265", "clientPort": "10001"}
-	words := source.Scalars0(plugin)
-	for i := 0; i < len(words); i++ {
-		name, value, ok := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(words[i], "-"), "-"), "=")
-		if _, known := args[name]; !known || !strings.HasPrefix(words[i], "-") {
-			continue
-		}
-		if !ok && i+1 < len(words) {
-			i++
-			value = words[i]
-		}
-		args[name] = value
-	}
-	tasks := map[string]*yaml.Node{}
-	for _, t := range seq(source.Get(spec, "tasks")) {
-		if ps := source.Deref(source.Get(source.Get(t, "template"), "spec")); ps != nil {
-			tasks[source.Scalar(source.Get(t, "name"))] = ps
-		}
-	}
-	if tasks[args["head"]] == nil {
-		return
-	}
-	if r.volcanoRay == nil {
-		r.volcanoRay = map[*yaml.Node]rayNode{}
-	}
-	r.volcanoRay[tasks[args["head"]]] = rayNode{container: args["headContainer"], command: []string{"sh", "-c",
-		fmt.Sprintf("ray start --head --block --dashboard-host=0.0.0.0 --port=%s --dashboard-port=%s --ray-client-server-port=%s", args["port"], args["dashboardPort"], args["clientPort"])}}
-	if ps := tasks[args["worker"]]; ps != nil && args["worker"] != args["head"] {
-		r.volcanoRay[ps] = rayNode{container: args["workerContainer"], command: []string{"sh", "-c", "ray start --block --address=<head>:" + args["port"]}}
 	}
 }
 
@@ -462,6 +419,9 @@ func (r *k8sResolver) argo(obj k8sObject, n *yaml.Node) {
 		}
 		for _, c := range seq(source.Get(source.Get(t, "containerSet"), "containers")) {
 			cs = append(cs, podContainer{node: c, label: name + "/" + source.Scalar(source.Get(c, "name")), key: "containers"})
+		}
+		if m := source.Get(source.Get(t, "resource"), "manifest"); m != nil {
+			r.p.Notes = append(r.p.Notes, fmt.Sprintf("%s: template %s creates a resource from a manifest written as text: analyse that manifest on its own", obj.ref(), name))
 		}
 		if len(cs) == 0 {
 			continue
