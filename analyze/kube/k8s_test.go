@@ -352,6 +352,11 @@ spec:
 			t.Errorf("note %q beside the errors", n)
 		}
 	}
+	// a complex key without a template action is odd YAML, not a template
+	p = loadOneK8s(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: odd, labels: {? [a, b] : c}}\nspec: {containers: [{name: c}]}\n", nil)
+	if len(p.Errors) > 0 || len(p.Plans) != 1 {
+		t.Errorf("complex key: errors %+v, %d plans", p.Errors, len(p.Plans))
+	}
 }
 
 // TestK8sNames checks the one naming scheme of containers: Kind/name:container, after

@@ -50,7 +50,7 @@ func readManifest(display string, content []byte) ([]*yaml.Node, []*analyze.Load
 				errs = append(errs, &analyze.LoadError{Pos: analyze.Pos{File: display, Line: a.Line, Column: a.Column}, Msg: fmt.Sprintf("YAML aliases expand to more than %d nodes: refusing an alias bomb", lim)})
 				continue
 			}
-			if k := templateKey(n, 0); k != nil {
+			if k := templateKey(n, 0); k != nil && bytes.Contains(part.text, []byte("{{")) {
 				errs = append(errs, &analyze.LoadError{Pos: analyze.Pos{File: display, Line: k.Line, Column: k.Column}, Msg: helmRefusal})
 				continue
 			}
@@ -143,8 +143,8 @@ func shiftLines(n *yaml.Node, by int) {
 
 // templateKey finds a mapping key that is itself a collection. YAML reads an unquoted
 // template action, {{ .Release.Name }}, as a flow mapping whose key is a flow mapping;
-// no manifest has such a key, so its document needs a template engine first. It returns
-// the mapping that holds the key, where the action starts.
+// no manifest means such a key, so a document with one and an action needs a template
+// engine first. It returns the mapping that holds the key, where the action starts.
 func templateKey(n *yaml.Node, depth int) *yaml.Node {
 	if depth > 10000 {
 		return nil
