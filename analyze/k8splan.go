@@ -12,6 +12,12 @@ const (
 	SourceOperator Source = "operator"
 )
 
+// The roles of a pod's containers besides its main ones, as reports name them.
+const (
+	RoleInit    = "init container"    // runs to completion before the main containers start
+	RoleSidecar = "sidecar container" // runs beside them: an init container with restartPolicy: Always, or an Argo sidecar
+)
+
 // The annotations through which a Kubernetes object or pod template talks to the doctor.
 const (
 	AnnotationNeed   = "shmdoctor.io/need"
@@ -28,6 +34,14 @@ type K8sPlan struct {
 	// template), "" for plain workloads.
 	Group     string
 	Container string
+	// Pod names the container's pod spec as reports show it: the object, and its replica or
+	// group after a colon. A pod-wide finding (hostIPC) is the pod's, not a container's.
+	Pod string
+	// Role is RoleInit or RoleSidecar for a container that is not one of the pod's main
+	// containers, "" for those; Key is the key of the pod spec or Argo template that holds
+	// it (containers, initContainers, sidecars, container, script).
+	Role string
+	Key  string
 	// ContainerPos is the container's name key (or its first key when unnamed).
 	ContainerPos Pos
 	// Volume is the name of the volume mounted at /dev/shm, "" when none.

@@ -153,6 +153,14 @@ func (p *Pass) Report(f Finding) {
 	*p.findings = append(*p.findings, f)
 }
 
+// ReportPod records a finding about a Kubernetes pod as a whole (hostIPC): it is named by
+// the pod, K8sPlan.Pod, not by the container the check runs on, so that it is reported,
+// listed and suppressed once for the pod.
+func (p *Pass) ReportPod(f Finding) {
+	p.Report(f)
+	(*p.findings)[len(*p.findings)-1].Service = p.Plan.K8s.Pod
+}
+
 // At is the position of a service key in the file where its winning value is written, or
 // the service's own position when the key is not written anywhere.
 func (p *Pass) At(key ...string) Pos {

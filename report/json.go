@@ -106,6 +106,8 @@ type jsonK8s struct {
 	Name         string   `json:"name"`
 	Group        string   `json:"group,omitempty"`
 	Container    string   `json:"container"`
+	Role         string   `json:"role,omitempty"` // "init container" or "sidecar container"
+	Pod          string   `json:"pod"`            // the pod spec's name: what pod-wide findings name
 	Volume       string   `json:"volume,omitempty"`
 	Medium       string   `json:"medium,omitempty"`
 	Operator     string   `json:"operator,omitempty"` // the controller that mounts the volume
@@ -179,7 +181,7 @@ func shmJSON(p *analyze.ShmPlan) jsonShm {
 		s.Mount = &jsonMount{Type: p.Mount.Type, Source: p.Shown(p.Mount.Source), SizeBytes: p.Mount.Size, ReadOnly: p.Mount.ReadOnly}
 	}
 	if k := p.K8s; k != nil {
-		s.Kubernetes = &jsonK8s{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name, Group: k.Group, Container: k.Container,
+		s.Kubernetes = &jsonK8s{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name, Group: k.Group, Container: k.Container, Role: k.Role, Pod: k.Pod,
 			Volume: k.Volume, Medium: k.Medium, Operator: k.Operator, HostIPC: k.HostIPC, Accelerators: k.Accelerators}
 		if k.AllLimited {
 			s.Kubernetes.PodMemory = k.PodMemLimit

@@ -66,6 +66,9 @@ func (p *manifest) SizeTmpfs(*analyze.ShmPlan, string) ([]analyze.Edit, error) {
 // the container and a volumes entry in its pod spec.
 func (p *manifest) MountMemory(plan *analyze.ShmPlan, size string) ([]analyze.Edit, error) {
 	k := p.nodes[plan.K8s]
+	if k.spec == nil {
+		return nil, errors.New("the pod that runs this container is not in this file: mount a memory emptyDir at /dev/shm there")
+	}
 	s, err := p.texts.Source(p.abs)
 	if err != nil {
 		return nil, err

@@ -2,9 +2,7 @@ package kube
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -32,22 +30,22 @@ const (
 var (
 	k8sAPIVersion = regexp.MustCompile(`(?m)^["']?apiVersion["']?\s*:`)
 	k8sKind       = regexp.MustCompile(`(?m)^["']?kind["']?\s*:`)
-	// helmAction is a template action where YAML structure goes: a line of its own, a
-	// whole value or list item. Actions inside a value ("--name={{.Name}}", as KServe
-	// writes) are the application's own placeholders.
-	helmAction = regexp.MustCompile(`(?m)^[ \t]*(?:-[ \t]+)?(?:[\w.\-/"']+[ \t]*:[ \t]+)?["']?(\{\{)`)
 )
 
 // Sniff tells a Kubernetes manifest (documents with apiVersion and kind) and an unrendered
-// Helm template from a compose file. line is where the first template action is.
+// Helm template from a compose file. A manifest is a Helm template when one of its
+// documents cannot be read for its template actions; line and col are where the first
+// such document fails.
 func Sniff(b []byte) (kind InputKind, line, col int) {
 	textual := k8sAPIVersion.Match(b) && k8sKind.Match(b)
 	if textual {
-		if m := helmAction.FindSubmatchIndex(b); m != nil {
-			i := m[2]
-			line = bytes.Count(b[:i], []byte("\n")) + 1
-			col = i - bytes.LastIndexByte(b[:i], '\n')
-			return inputHelm, line, col
+		if bytes.Contains(b, []byte("{{")) {
+			_, errs := readManifest("", b)
+			for _, e := range errs {
+				if e.Msg == helmRefusal {
+					return inputHelm, e.Line, e.Column
+				}
+			}
 		}
 		return InputKubernetes, 0, 0
 	}
@@ -149,16 +147,9 @@ func Load(file string, stdin []byte, stdinName string, need *int64, needFrom str
 	input.Public(p.abs, content)
 	display := p.set.Display(p.abs)
 	p.Name, p.Files = display, []string{display}
-	if k, line, col := Sniff(content); k == inputHelm {
-		p.Fail(analyze.Pos{File: display, Line: line, Column: col}, "this is a Helm template: render it first (helm template ... | shmdoctor -)")
-		return p.Project
-	}
-	docs, err := parseManifest(display, content)
+	docs, errs := readManifest(display, content)
 	p.set.Docs[p.abs], p.set.Src[p.abs] = docs, content
-	if err != nil {
-		p.Errors = append(p.Errors, source.AsLoadError(err, display))
-		return p.Project
-	}
+	p.Errors = append(p.Errors, errs...)
 	directives := suppress.ScanDirectives(content, docs)
 	for _, d := range directives {
 		if e := d.Problem(display); e != nil {
@@ -177,33 +168,10 @@ func Load(file string, stdin []byte, stdinName string, need *int64, needFrom str
 		p.scope(s)
 		p.Suppressors = append(p.Suppressors, s)
 	}
-	if len(p.Plans) == 0 {
+	if len(p.Plans) == 0 && len(p.Errors) == 0 && len(p.Notes) == 0 {
 		p.Notes = append(p.Notes, "no pod spec found: nothing here runs a container")
 	}
 	return p.Project
-}
-
-// parseManifest parses every document of a manifest, refusing alias bombs.
-func parseManifest(display string, content []byte) ([]*yaml.Node, error) {
-	var docs []*yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(content))
-	for {
-		var doc yaml.Node
-		if err := dec.Decode(&doc); err != nil {
-			if errors.Is(err, io.EOF) {
-				return docs, nil
-			}
-			return docs, source.YAMLError(display, content, err)
-		}
-		if len(doc.Content) == 0 {
-			continue
-		}
-		if lim := source.ExpansionLimit(doc.Content[0]); source.ExpandedSize(doc.Content[0], map[*yaml.Node]int64{}, lim) > lim {
-			a := source.FirstAlias(doc.Content[0])
-			return docs, &analyze.LoadError{Pos: analyze.Pos{File: display, Line: a.Line, Column: a.Column}, Msg: fmt.Sprintf("YAML aliases expand to more than %d nodes: refusing an alias bomb", lim)}
-		}
-		docs = append(docs, doc.Content[0])
-	}
 }
 
 // k8sResolver turns the objects of one manifest file into plans.
@@ -222,6 +190,9 @@ type k8sResolver struct {
 	rayGroups map[*yaml.Node]*yaml.Node
 	// raySubmitters are the pod specs of RayJob submitters: clients of a Ray cluster.
 	raySubmitters map[*yaml.Node]bool
+	// volcanoRay maps the pod spec of a Volcano Job's head or worker task to the Ray node
+	// its ray plugin starts in it.
+	volcanoRay map[*yaml.Node]rayNode
 }
 
 func (r *k8sResolver) pos(n *yaml.Node) analyze.Pos {
@@ -237,6 +208,25 @@ type k8sObject struct {
 	meta                  []*yaml.Node // metadata mappings, outermost first
 	// replicas counts the pods of a Kubeflow PyTorchJob or MPIJob, 0 for other kinds.
 	replicas int
+}
+
+// ref names the object in reports: Kind/name, after namespace/ when the manifest sets one,
+// so that Kind/name:container reads the same with and without a namespace (as kustomize
+// adds one).
+func (o k8sObject) ref() string {
+	if o.namespace != "" {
+		return o.namespace + "/" + o.kind + "/" + o.name
+	}
+	return o.kind + "/" + o.name
+}
+
+// pod names a pod spec of the object: the object, and its replica or group after a colon.
+// Its containers are named below it.
+func (o k8sObject) pod(group string) string {
+	if group == "" {
+		return o.ref()
+	}
+	return o.ref() + ":" + group
 }
 
 var argoKinds = map[string]bool{"Workflow": true, "WorkflowTemplate": true, "ClusterWorkflowTemplate": true, "CronWorkflow": true}
@@ -257,6 +247,9 @@ func (r *k8sResolver) object(n *yaml.Node) {
 	}
 	meta := source.Get(n, "metadata")
 	obj := k8sObject{kind: kind, name: source.Scalar(source.Get(meta, "name")), namespace: source.Scalar(source.Get(meta, "namespace"))}
+	if obj.name == "" {
+		obj.name = source.Scalar(source.Get(meta, "generateName")) // Argo workflows, Jobs: the prefix the API server completes
+	}
 	if meta != nil {
 		obj.meta = append(obj.meta, meta)
 	}
@@ -267,6 +260,17 @@ func (r *k8sResolver) object(n *yaml.Node) {
 	}
 	if strings.HasPrefix(source.Scalar(source.Get(n, "apiVersion")), "ray.io/") {
 		r.rayCluster(kind, n)
+	}
+	switch api := source.Scalar(source.Get(n, "apiVersion")); {
+	case kind == "Job" && strings.HasPrefix(api, "batch.volcano.sh/"):
+		r.volcanoJob(source.Get(n, "spec"))
+	case kind == "ClusterStorageContainer" && strings.HasPrefix(api, "serving.kserve.io/"):
+		r.storageContainer(obj, source.Get(n, "spec"))
+		return
+	case kind == "InferenceService" && strings.HasPrefix(api, "serving.kserve.io/"):
+		r.inferenceService(obj, source.Get(n, "spec"))
+	case kind == "TrainJob" && strings.HasPrefix(api, "trainer.kubeflow.org/"):
+		r.trainJob(obj, source.Get(n, "spec"))
 	}
 	r.walk(obj, n, nil, "", nil, 0)
 }
@@ -366,24 +370,39 @@ func isPodSpec(n *yaml.Node) bool {
 	return true
 }
 
-// podContainer is a container to plan and its label.
+// podContainer is a container to plan: its node, its label, its role in the pod and the
+// key of the pod spec or template that holds it.
 type podContainer struct {
 	node  *yaml.Node
 	label string
+	role  string
+	key   string
 }
 
-// pod plans every container of a pod spec.
+// pod plans every container of a pod spec: its containers, then its init containers, of
+// which those with restartPolicy: Always are native sidecars.
 func (r *k8sResolver) pod(obj k8sObject, group string, spec *yaml.Node, outer []*yaml.Node) {
 	var cs []podContainer
 	for _, c := range seq(source.Get(spec, "containers")) {
-		cs = append(cs, podContainer{node: c, label: source.Scalar(source.Get(c, "name"))})
+		cs = append(cs, podContainer{node: c, label: source.Scalar(source.Get(c, "name")), key: "containers"})
 	}
-	limited := append(seq(source.Get(spec, "containers")), seq(source.Get(spec, "initContainers"))...)
-	r.plans(obj, group, spec, cs, limited, append(seq(source.Get(spec, "volumes")), outer...), false)
+	for _, c := range seq(source.Get(spec, "initContainers")) {
+		role := analyze.RoleInit
+		if sidecar(c) {
+			role = analyze.RoleSidecar
+		}
+		cs = append(cs, podContainer{node: c, label: source.Scalar(source.Get(c, "name")), role: role, key: "initContainers"})
+	}
+	r.plans(obj, group, obj.pod(group), spec, cs, true, append(seq(source.Get(spec, "volumes")), outer...), false)
 }
 
+// sidecar reports an init container that keeps running beside the containers: a native
+// sidecar (Kubernetes 1.29+, restartPolicy: Always).
+func sidecar(c *yaml.Node) bool { return source.Scalar(source.Get(c, "restartPolicy")) == "Always" }
+
 // argo plans the containers of an Argo workflow's templates: container, script and
-// containerSet, with the template's volumes before the workflow's.
+// containerSet, the template's init containers and sidecars, with the template's volumes
+// before the workflow's. Each template is a pod of its own.
 func (r *k8sResolver) argo(obj k8sObject, n *yaml.Node) {
 	spec := source.Get(n, "spec")
 	if obj.kind == "CronWorkflow" {
@@ -395,21 +414,29 @@ func (r *k8sResolver) argo(obj k8sObject, n *yaml.Node) {
 		var cs []podContainer
 		for _, k := range []string{"container", "script"} {
 			if c := source.Get(t, k); c != nil && c.Kind == yaml.MappingNode {
-				cs = append(cs, podContainer{node: c, label: name})
+				cs = append(cs, podContainer{node: c, label: name, key: k})
 			}
 		}
 		for _, c := range seq(source.Get(source.Get(t, "containerSet"), "containers")) {
-			cs = append(cs, podContainer{node: c, label: name + "/" + source.Scalar(source.Get(c, "name"))})
+			cs = append(cs, podContainer{node: c, label: name + "/" + source.Scalar(source.Get(c, "name")), key: "containers"})
+		}
+		if m := source.Get(source.Get(t, "resource"), "manifest"); m != nil {
+			r.p.Notes = append(r.p.Notes, fmt.Sprintf("%s: template %s creates a resource from a manifest written as text: analyse that manifest on its own", obj.ref(), name))
 		}
 		if len(cs) == 0 {
 			continue
+		}
+		for _, k := range []struct{ key, role string }{{"initContainers", analyze.RoleInit}, {"sidecars", analyze.RoleSidecar}} {
+			for _, c := range seq(source.Get(t, k.key)) {
+				cs = append(cs, podContainer{node: c, label: name + "/" + source.Scalar(source.Get(c, "name")), role: k.role, key: k.key})
+			}
 		}
 		o := obj
 		if m := source.Get(t, "metadata"); m != nil {
 			o.meta = append(slices.Clone(obj.meta), m)
 		}
 		volumes := append(seq(source.Get(t, "volumes")), wfVolumes...)
-		r.plans(o, "", t, cs, nil, volumes, true)
+		r.plans(o, "", obj.pod(name), t, cs, false, volumes, true)
 	}
 }
 
@@ -427,28 +454,27 @@ func seq(n *yaml.Node) []*yaml.Node {
 	return out
 }
 
-// plans makes one ShmPlan per container. limited are the containers whose memory limits
-// make the pod's (nil when the pod runs containers the manifest does not show).
-func (r *k8sResolver) plans(obj k8sObject, group string, spec *yaml.Node, cs []podContainer, limited, volumes []*yaml.Node, argo bool) {
+// plans makes one ShmPlan per container of the pod named pod. known is false when the pod
+// runs containers the manifest does not show, whose memory limits are unknown.
+func (r *k8sResolver) plans(obj k8sObject, group, pod string, spec *yaml.Node, cs []podContainer, known bool, volumes []*yaml.Node, argo bool) {
 	ipcKey, ipcVal := source.GetKey(spec, "hostIPC")
 	hostIPC := source.Scalar(ipcVal) == "true"
-	podLimit, allLimited := r.podLimit(spec, limited)
+	podLimit, allLimited := r.podLimit(spec, known)
 	sups, need, needFrom := r.annotations(obj)
 	var ignore []string
 	for _, s := range sups {
 		ignore = append(ignore, s.Rules...)
 	}
 	for i, c := range cs {
-		name := obj.kind + "/" + obj.name
-		if obj.namespace != "" {
-			name = obj.kind + "/" + obj.namespace + "/" + obj.name
-		}
 		label := c.label
 		if group != "" {
 			label = group + "/" + label
 		}
 		if label == "" {
 			label = "container"
+		}
+		if c.role != "" {
+			label += " (" + c.role + ")"
 		}
 		nameKey, _ := source.GetKey(c.node, "name")
 		if nameKey == nil && len(c.node.Content) > 0 {
@@ -458,12 +484,12 @@ func (r *k8sResolver) plans(obj k8sObject, group string, spec *yaml.Node, cs []p
 			nameKey = c.node
 		}
 		k := &analyze.K8sPlan{
-			Kind: obj.kind, Namespace: obj.namespace, Name: obj.name, Group: group, Container: c.label,
+			Kind: obj.kind, Namespace: obj.namespace, Name: obj.name, Group: group, Container: c.label, Pod: pod, Role: c.role, Key: c.key,
 			ContainerPos: r.pos(nameKey), FirstInPod: i == 0, Argo: argo,
 			AllLimited: allLimited, PodMemLimit: podLimit,
 		}
 		r.p.nodes[k] = &podNodes{container: c.node, spec: spec}
-		plan := &analyze.ShmPlan{Service: name + ":" + label, K8s: k, Ignore: ignore}
+		plan := &analyze.ShmPlan{Service: obj.ref() + ":" + label, K8s: k, Ignore: ignore}
 		if hostIPC {
 			k.HostIPC, k.HostIPCPos = true, r.pos(ipcKey)
 		}
@@ -480,7 +506,12 @@ func (r *k8sResolver) plans(obj k8sObject, group string, spec *yaml.Node, cs []p
 		if plan.GPU && plan.GPUs == 0 {
 			plan.GPUs = 1 // TPUs, Gaudi, Neuron: one device, as far as the evidence goes
 		}
-		command := append(source.Scalars0(source.Get(c.node, "command")), source.Scalars0(source.Get(c.node, "args"))...)
+		command := source.Scalars0(source.Get(c.node, "command"))
+		if n, ok := r.volcanoRay[spec]; ok && c.role == "" && n.container == c.label {
+			command = n.command
+			plan.Notes = append(plan.Notes, fmt.Sprintf("Volcano's ray plugin runs %s here and mounts no volume at /dev/shm", strings.Join(n.command[2:], " ")))
+		}
+		command = append(command, source.Scalars0(source.Get(c.node, "args"))...)
 		plan.Profile = analyze.DetectProfile(analyze.Signals{Image: source.Scalar(source.Get(c.node, "image")), Command: command, GPUs: plan.GPUs, Replicas: obj.replicas})
 		if need != nil {
 			plan.Need, plan.NeedFrom = analyze.Ptr(*need), needFrom
@@ -500,6 +531,9 @@ func (r *k8sResolver) plans(obj k8sObject, group string, spec *yaml.Node, cs []p
 		r.p.Plans = append(r.p.Plans, plan)
 		for _, s := range sups {
 			s.Services = append(s.Services, plan.Service)
+			if i == 0 {
+				s.Services = append(s.Services, pod) // pod-wide findings: hostIPC
+			}
 		}
 	}
 }
@@ -631,32 +665,46 @@ func (r *k8sResolver) predict(plan *analyze.ShmPlan) {
 	}
 }
 
-// podLimit is the pod's memory limit: spec.resources.limits.memory (pod-level resources),
-// else the sum of the containers' limits, or the largest init container's if higher, when
-// every container has one.
-func (r *k8sResolver) podLimit(spec *yaml.Node, containers []*yaml.Node) (*int64, bool) {
+// podLimit is the pod's memory limit as the kubelet sizes the pod's cgroup:
+// spec.resources.limits.memory (pod-level resources), else, when every container has a
+// limit, the sum of the containers' and the sidecars' limits, or the largest init
+// container's with the sidecars started before it, if higher (k8s.io/component-helpers
+// resource.PodLimits, after KEP-753). known is false when the pod has containers the
+// manifest does not show.
+func (r *k8sResolver) podLimit(spec *yaml.Node, known bool) (*int64, bool) {
 	if v := source.Get(source.Get(source.Get(spec, "resources"), "limits"), "memory"); v != nil {
 		if n, err := analyze.ParseQuantity(source.Scalar(v)); err == nil && n > 0 {
 			return analyze.Ptr(n), true
 		}
 	}
-	if len(containers) == 0 {
+	if !known {
 		return nil, false
 	}
-	inits := seq(source.Get(spec, "initContainers"))
-	var sum, initMax int64
-	for _, c := range containers {
+	limit := func(c *yaml.Node) (int64, bool) {
 		n, err := analyze.ParseQuantity(source.Scalar(source.Get(source.Get(source.Get(c, "resources"), "limits"), "memory")))
-		if err != nil || n <= 0 {
+		return n, err == nil && n > 0
+	}
+	var sum, sidecars, inits int64
+	for _, c := range seq(source.Get(spec, "containers")) {
+		n, ok := limit(c)
+		if !ok {
 			return nil, false
 		}
-		if slices.Contains(inits, c) {
-			initMax = max(initMax, n)
+		sum += n
+	}
+	for _, c := range seq(source.Get(spec, "initContainers")) {
+		n, ok := limit(c)
+		if !ok {
+			return nil, false
+		}
+		if sidecar(c) {
+			sum, sidecars = sum+n, sidecars+n
+			inits = max(inits, sidecars)
 		} else {
-			sum += n
+			inits = max(inits, n+sidecars)
 		}
 	}
-	return analyze.Ptr(max(sum, initMax)), true
+	return analyze.Ptr(max(sum, inits)), true
 }
 
 // annotations reads shmdoctor.io/ignore and shmdoctor.io/need from the object's metadata
@@ -784,6 +832,11 @@ func (p *manifest) scope(s *analyze.Suppressor) {
 		}
 		if cp.Line <= s.OnLine && cp.Line > best {
 			best, s.Owner = cp.Line, plan.Service
+		}
+	}
+	for _, plan := range p.Plans {
+		if ip := plan.K8s.HostIPCPos; ip.File == s.OnFile && ip.Line == s.OnLine {
+			s.Owner = plan.K8s.Pod // a pod-wide key: the line is the pod's
 		}
 	}
 }

@@ -31,7 +31,7 @@ func TestCorpusGPUEvidence(t *testing.T) {
 		// TorchServe-like single-GPU Triton keeps its vendor's 1g; a one-GPU job without
 		// evidence does not warn.
 		{"k8s/GoogleCloudPlatform__kubernetes-engine-samples/ai-ml__gke-online-serving-single-gpu__src__gke-config__deployment-triton.yaml", "Deployment/triton-deployment:triton-server", "SHM101", true},
-		{"k8s/GoogleCloudPlatform__kubernetes-engine-samples/ai-ml__axolotl-multimodal-finetuning-gemma__k8s__axolotl-training-job.yaml", "Job/axolotl-training/gemma3-melanoma-training:axolotl", "SHM101", false},
+		{"k8s/GoogleCloudPlatform__kubernetes-engine-samples/ai-ml__axolotl-multimodal-finetuning-gemma__k8s__axolotl-training-job.yaml", "axolotl-training/Job/gemma3-melanoma-training:axolotl", "SHM101", false},
 	}
 	for _, tt := range tests {
 		ps := compose.Load(context.Background(), compose.Options{Paths: []string{filepath.Join(dir, tt.file)}})

@@ -34,21 +34,68 @@ func shmVolumeName(p *analyze.ShmPlan) string {
 }
 
 // shmVolumeSnippet is the complete volumes and volumeMounts YAML that gives a container a
-// memory-backed /dev/shm of size.
+// memory-backed /dev/shm of size, the container under the key that holds it (containers,
+// initContainers, an Argo template's container or sidecars).
 func shmVolumeSnippet(p *analyze.ShmPlan, size int64) string {
 	name := shmVolumeName(p)
-	return yamlBlock(
+	lines := []string{
 		"volumes:",
-		"  - name: "+name,
+		"  - name: " + name,
 		"    emptyDir:",
 		"      medium: Memory",
-		"      sizeLimit: "+analyze.K8sSize(size),
-		"containers:",
-		"  - name: "+p.K8s.Container,
-		"    volumeMounts:",
-		"      - name: "+name,
-		"        mountPath: /dev/shm",
-	)
+		"      sizeLimit: " + analyze.K8sSize(size),
+	}
+	mount := []string{"volumeMounts:", "  - name: " + name, "    mountPath: /dev/shm"}
+	switch key := p.K8s.Key; key {
+	case "container", "script": // an Argo template's one container
+		lines = append(lines, key+":")
+	default:
+		if key == "" {
+			key = "containers"
+		}
+		lines = append(lines, key+":", "  - name: "+p.K8s.Container)
+		for i := range mount {
+			mount[i] = "  " + mount[i]
+		}
+	}
+	for _, l := range mount {
+		lines = append(lines, "  "+l)
+	}
+	return yamlBlock(lines...)
+}
+
+// podShmSnippet is the volumes entry of a memory emptyDir of size and its volumeMounts in
+// each of the pod's containers in plans, under the keys that hold them.
+func podShmSnippet(plans []*analyze.ShmPlan, size int64) string {
+	if len(plans) == 1 {
+		return shmVolumeSnippet(plans[0], size)
+	}
+	lines := []string{
+		"volumes:",
+		"  - name: dshm",
+		"    emptyDir:",
+		"      medium: Memory",
+		"      sizeLimit: " + analyze.K8sSize(size),
+	}
+	var keys []string
+	byKey := map[string][]*analyze.ShmPlan{}
+	for _, p := range plans {
+		key := p.K8s.Key
+		if key == "" {
+			key = "containers"
+		}
+		if byKey[key] == nil {
+			keys = append(keys, key)
+		}
+		byKey[key] = append(byKey[key], p)
+	}
+	for _, key := range keys {
+		lines = append(lines, key+":")
+		for _, p := range byKey[key] {
+			lines = append(lines, "  - name: "+p.K8s.Container, "    volumeMounts:", "      - name: dshm", "        mountPath: /dev/shm")
+		}
+	}
+	return yamlBlock(lines...)
 }
 
 // emptyDirSnippet is the volumes entry of a memory emptyDir of size.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -37,7 +38,7 @@ func TestKubernetesStdin(t *testing.T) {
 		t.Fatalf("exit %d: %+v", code, doc)
 	}
 	p := doc.Projects[0]
-	if p.Name != "<stdin>" || len(p.Services) != 2 || p.Services[0].Name != "Deployment/ai/vllm:vllm" || p.Services[1].Name != "Pod/bare:c" {
+	if p.Name != "<stdin>" || len(p.Services) != 2 || p.Services[0].Name != "ai/Deployment/vllm:vllm" || p.Services[1].Name != "Pod/bare:c" {
 		t.Fatalf("services: %+v", p.Services)
 	}
 	if p.Services[0].Shm.Source != "default" || p.Services[1].Shm.Source != "host" {
@@ -131,5 +132,46 @@ func TestKubernetesDemoGolden(t *testing.T) {
 	_, doc, _ = jsonRun(t, "", "testdata/demo")
 	if len(doc.Projects) != 1 || doc.Projects[0].Name != "llm-demo" {
 		t.Errorf("testdata/demo must stay one compose project: %+v", doc.Projects)
+	}
+}
+
+// TestKubernetesNames checks that a container has one name, whether or not its object
+// sets a namespace: namespace/ goes before Kind/name:container, in every format that
+// names it, and suppressions written beside it match it.
+func TestKubernetesNames(t *testing.T) {
+	const manifest = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web%s}
+spec:
+  template:
+    spec:
+      containers:
+        - name: app # shmdoctor-ignore SHM103 sized by the node on purpose
+          volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+        - name: side
+          volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+      volumes: [{name: dshm, emptyDir: {medium: Memory}}]
+`
+	for ns, want := range map[string]string{"": "Deployment/web", ", namespace: prod": "prod/Deployment/web"} {
+		in := fmt.Sprintf(manifest, ns)
+		_, text, _ := shmdoctor(t, in, "--probe", "never", "-")
+		_, junit, _ := shmdoctor(t, in, "--probe", "never", "--format", "junit", "-")
+		_, doc, _ := jsonRun(t, in, "-")
+		for format, out := range map[string]string{"text": text, "junit": junit} {
+			if !strings.Contains(out, want+":side") || strings.Count(out, "Deployment/") != strings.Count(out, want+":") {
+				t.Errorf("%s names %s:side otherwise:\n%s", format, want, out)
+			}
+		}
+		var names, findings []string
+		for _, s := range doc.Projects[0].Services {
+			names = append(names, s.Name)
+		}
+		for _, f := range doc.Projects[0].Findings {
+			findings = append(findings, f.Service)
+		}
+		// the comment on app's name silences app's SHM103: side's is the one reported
+		if strings.Join(names, " ") != want+":app "+want+":side" || strings.Join(findings, " ") != want+":side" {
+			t.Errorf("json: services %q, findings %q", names, findings)
+		}
 	}
 }
