@@ -129,6 +129,9 @@ func paths(n *yaml.Node, path []string, fn func(path []string, v *yaml.Node)) {
 
 // substitute is an interpolation Substitute function for compose-go's loader.
 func (e *envTracker) substitute(value string, mapping template.Mapping) (string, error) {
+	if _, err := templateBound(value, func(name string) int64 { v, _ := mapping(name); return int64(len(v)) }); err != nil {
+		return "", err
+	}
 	mapping = e.recording(value, mapping)
 	if e.strict {
 		return template.Substitute(value, mapping)

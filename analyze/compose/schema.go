@@ -92,6 +92,9 @@ var versionWarning = regexp.MustCompile("^(.*): the attribute `version` is obsol
 // SkipValidation to.
 func (p *project) loadProject(ctx context.Context, po *cli.ProjectOptions, skip *bool, again func() (*cli.ProjectOptions, error), stdin []byte, opts Options) (*types.Project, error) {
 	run := func(po *cli.ProjectOptions) (*types.Project, error) {
+		if p.guard != nil {
+			p.guard.reset()
+		}
 		if stdin != nil {
 			restore := swapStdin(stdin)
 			defer restore()
