@@ -31,10 +31,13 @@ type guard struct {
 	top map[string]bool
 	// event is the last thing compose-go said it does: "include" or "extends", for service.
 	event, service string
-	// entry is the include entry being loaded, decided at its first path; dup marks it loaded
-	// before.
+	// entry is the include entry being loaded, decided at its first path (ents, the entry in
+	// every context the walk saw); dup marks it loaded before.
 	entry *incEntry
+	ents  []*incEntry
 	dup   bool
+	// count is how many entries of each file were loaded.
+	count map[string]int
 	// loaded are the include keys loaded in this load; parent the file that first included
 	// each file, to tell a cycle (which compose-go must see) from a repeat.
 	loaded map[string]bool
@@ -52,7 +55,7 @@ var _ loader.ResourceLoader = (*guard)(nil)
 func (g *guard) reset() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.loaded, g.parent, g.entry, g.event = map[string]bool{}, map[string]string{}, nil, ""
+	g.loaded, g.parent, g.count, g.entry, g.event = map[string]bool{}, map[string]string{}, map[string]int{}, nil, ""
 }
 
 // setTop names the compose files.
@@ -99,32 +102,39 @@ func (g *guard) Load(ctx context.Context, p string) (string, error) {
 
 func (g *guard) loadInclude(file, p string) (string, error) {
 	c := g.c
-	ents := c.includes[[2]string{file, p}]
+	if g.loaded == nil {
+		g.loaded, g.parent, g.count = map[string]bool{}, map[string]string{}, map[string]int{}
+	}
+	if g.entry == nil {
+		// compose-go loads a file's entries in order, each once per load of the file
+		g.ents = nil
+		if slots := c.includes[file]; len(slots) > 0 {
+			g.ents = slots[g.count[file]%len(slots)]
+			g.count[file]++
+		}
+		g.entry, g.dup = &incEntry{}, false
+		if len(g.ents) > 0 && slices.Contains(g.ents[0].paths, p) && agree(g.ents) {
+			g.entry = g.ents[0]
+			g.dup = !g.entry.refused && g.loaded[g.entry.key] && !g.cycle(g.entry, file)
+			g.loaded[g.entry.key] = true
+		}
+	}
+	e := g.entry
+	i := slices.Index(e.paths, p)
 	var target string
 	ok := true
 	switch {
-	case len(ents) == 0:
-		target, ok = g.resolve(file, p, "include")
-	case !agree(ents, p):
+	case i < 0 && len(g.ents) > 0 && !agree(g.ents):
 		c.refuse(analyze.Pos{File: c.display(file)}, "an include is loaded in contexts that resolve it differently: not read")
 		ok = false
-	case ents[0].refused:
+	case i < 0:
+		target, ok = g.resolve(file, p, "include")
+	case e.refused:
 		ok = false
 	default:
-		target = ents[0].targets[slices.Index(ents[0].paths, p)]
+		target = e.targets[i]
 	}
-	if !ok {
-		return c.stand.path("")
-	}
-	if g.loaded == nil {
-		g.loaded, g.parent = map[string]bool{}, map[string]string{}
-	}
-	if g.entry == nil && len(ents) > 0 {
-		g.entry = ents[0]
-		g.dup = g.loaded[g.entry.key] && !g.cycle(g.entry, file)
-		g.loaded[g.entry.key] = true
-	}
-	if g.dup {
+	if !ok || g.dup {
 		return c.stand.path("")
 	}
 	if _, ok := g.parent[target]; !ok {
@@ -181,12 +191,10 @@ func (g *guard) resolve(file, p, what string) (string, bool) {
 	return t, true
 }
 
-// agree reports entries that say the same of p.
-func agree(ents []*incEntry, p string) bool {
-	i := slices.Index(ents[0].paths, p)
+// agree reports entries, one entry in the contexts its file is loaded in, that say the same.
+func agree(ents []*incEntry) bool {
 	for _, e := range ents[1:] {
-		j := slices.Index(e.paths, p)
-		if e.refused != ents[0].refused || e.key != ents[0].key || e.targets[j] != ents[0].targets[i] {
+		if e.refused != ents[0].refused || e.key != ents[0].key || !slices.Equal(e.paths, ents[0].paths) {
 			return false
 		}
 	}

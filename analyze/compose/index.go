@@ -239,8 +239,9 @@ func (ix *Index) layers(service string) []layer {
 		return out
 	}
 	var out []layer
+	seen := map[string]bool{}
 	for i := len(ix.top) - 1; i >= 0; i-- {
-		out = append(out, ix.fileLayers(ix.top[i], ix.dir, service, 0)...)
+		out = append(out, ix.fileLayers(ix.top[i], ix.dir, service, 0, seen)...)
 	}
 	if ix.layerCache == nil {
 		ix.layerCache = map[string][]layer{}
@@ -249,10 +250,15 @@ func (ix *Index) layers(service string) []layer {
 	return out
 }
 
-func (ix *Index) fileLayers(file, workDir, service string, depth int) []layer {
-	if depth > 32 {
+// fileLayers lists the definitions of a service in a file and what it includes, each file
+// and folder once: a file included again adds the same definitions, below, which change no
+// lookup (and a diamond of includes would list them once per path through it).
+func (ix *Index) fileLayers(file, workDir, service string, depth int, seen map[string]bool) []layer {
+	key := file + "\x00" + workDir
+	if depth > 32 || seen[key] {
 		return nil
 	}
+	seen[key] = true
 	var out []layer
 	docs := ix.Docs[file]
 	for d := len(docs) - 1; d >= 0; d-- {
@@ -263,7 +269,7 @@ func (ix *Index) fileLayers(file, workDir, service string, depth int) []layer {
 		}
 		for _, inc := range includes(doc, workDir) {
 			for i := len(inc.files) - 1; i >= 0; i-- {
-				out = append(out, ix.fileLayers(inc.files[i], inc.dir, service, depth+1)...)
+				out = append(out, ix.fileLayers(inc.files[i], inc.dir, service, depth+1, seen)...)
 			}
 		}
 	}

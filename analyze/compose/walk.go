@@ -22,9 +22,11 @@ const maxInclusions = 256
 // walked is what the walk learned of a project's includes and extends, for the guard and the
 // casts to answer compose-go with.
 type walked struct {
-	visited  map[string]bool           // file and context walked
-	localWDs map[string][]string       // file -> the folders its relative paths resolve from
-	includes map[[2]string][]*incEntry // (including file, path as compose-go sees it)
+	visited  map[string]bool     // file and context walked
+	localWDs map[string][]string // file -> the folders its relative paths resolve from
+	// includes are the include entries of each file, in the order compose-go loads them,
+	// each as found in every context the file was walked in.
+	includes map[string][][]*incEntry
 	extends  map[[2]string][]*extEntry // (file compose-go loads it from, file: as it sees it)
 	envFiles map[string]*valueState    // include env_file values, as compose-go sees them
 	projDirs map[string]*valueState    // include project_directory values
@@ -32,7 +34,7 @@ type walked struct {
 }
 
 func newWalked() walked {
-	return walked{visited: map[string]bool{}, localWDs: map[string][]string{}, includes: map[[2]string][]*incEntry{},
+	return walked{visited: map[string]bool{}, localWDs: map[string][]string{}, includes: map[string][][]*incEntry{},
 		extends: map[[2]string][]*extEntry{}, envFiles: map[string]*valueState{}, projDirs: map[string]*valueState{}, fifos: map[string]string{}}
 }
 
@@ -89,8 +91,9 @@ func (c *confiner) walk(file string, content []byte, wc walkCtx, depth int) erro
 			return err
 		}
 	}
+	n := 0 // the entries of the file so far
 	for _, doc := range ix.Docs[file] {
-		if err := c.walkIncludes(file, doc, wc, depth); err != nil {
+		if err := c.walkIncludes(file, doc, wc, depth, &n); err != nil {
 			return err
 		}
 		if err := c.walkExtends(file, file, doc, wc, wc.localWD, depth); err != nil {
@@ -162,12 +165,13 @@ func scalarItems(seq *yaml.Node) []*yaml.Node {
 // walkIncludes follows a document's include entries as compose-go's ApplyInclude resolves
 // them: paths from the loader's folder, project_directory and env files from the project's
 // WorkingDir, the included project's .env from its folder when it names no env file.
-func (c *confiner) walkIncludes(file string, doc *yaml.Node, wc walkCtx, depth int) error {
+func (c *confiner) walkIncludes(file string, doc *yaml.Node, wc walkCtx, depth int, n *int) error {
 	for _, in := range includeEntries(doc) {
 		vals, ok := c.interpolate(in.paths, wc.env, in.pathPath)
 		if !ok {
 			continue // compose-go reports what does not interpolate
 		}
+		*n++
 		ent := &incEntry{paths: vals}
 		for i, v := range vals {
 			t := v
@@ -212,10 +216,7 @@ func (c *confiner) walkIncludes(file string, doc *yaml.Node, wc walkCtx, depth i
 			continue
 		}
 		ent.key = strings.Join(ent.targets, "\x00") + "\x00" + abs(projDir) + "\x00" + chain
-		for _, v := range vals {
-			k := [2]string{file, v}
-			c.includes[k] = append(c.includes[k], ent)
-		}
+		c.addInclude(file, *n, ent)
 		if ent.refused {
 			continue
 		}
@@ -434,6 +435,16 @@ func (c *confiner) interpolate(nodes []*yaml.Node, env map[string]string, path [
 		out[i] = v
 	}
 	return out, true
+}
+
+// addInclude records the nth entry of file (from 1) in one context.
+func (c *confiner) addInclude(file string, n int, ent *incEntry) {
+	slots := c.includes[file]
+	for len(slots) < n {
+		slots = append(slots, nil)
+	}
+	slots[n-1] = append(slots[n-1], ent)
+	c.includes[file] = slots
 }
 
 func (c *confiner) state(m map[string]*valueState, v string) *valueState {
