@@ -1,6 +1,9 @@
 package compose
 
-import "fmt"
+import (
+	"fmt"
+	"sync/atomic"
+)
 
 // Interpolation is where a few bytes of hostile input become gigabytes or minutes: a .env of
 // 40 lines each doubling the one before grows past 1 GiB, ${A:-${A:-…}} nested thousands
@@ -16,9 +19,33 @@ const (
 	maxNesting = 16
 	// maxTemplateWork bounds what compose-go's template package scans for a template: for
 	// each reference with a default, an error message or an alternative (${A:-x}, ${A:?x},
-	// ${A:+x}), the text from it to the end.
+	// ${A:+x}), the text from it to the end. At the bound a template takes some 40 ms.
 	maxTemplateWork = 1 << 21
+	// maxTotalWork and maxTotalExpanded bound the same over all the values of a project or
+	// of an env file: each value within its bounds, ten thousand of them would not be.
+	maxTotalWork     = 1 << 24
+	maxTotalExpanded = 64 << 20
 )
+
+// expansionBudget is what a project's (or an env file's) values may cost to expand, in all.
+type expansionBudget struct{ work, bytes atomic.Int64 }
+
+// reset starts a load afresh: compose-go may load a project more than once.
+func (b *expansionBudget) reset() {
+	b.work.Store(0)
+	b.bytes.Store(0)
+}
+
+// charge takes a value's work and the bytes its variables bring from the budget.
+func (b *expansionBudget) charge(work, bytes int64) error {
+	if b.work.Add(work) > maxTotalWork {
+		return fmt.Errorf("the values take too long to expand in all (references with a default or a message over long text): refusing an expansion bomb")
+	}
+	if b.bytes.Add(bytes) > maxTotalExpanded {
+		return fmt.Errorf("the values would expand to more than %d MiB in all: refusing an expansion bomb", maxTotalExpanded>>20)
+	}
+	return nil
+}
 
 // templateCost reads a template once: how deep its ${ are nested, the work compose-go's
 // template package does for it (see maxTemplateWork), and the names it refers to, once per
@@ -73,7 +100,7 @@ func nameEnd(s string, i int) int {
 // most a variable may hold (its length when set, what the env file gives it, 0 when unset);
 // the bound of the expansion is the text plus, for each reference, its variable's size,
 // defaults counted in full whichever branch is taken. It returns that bound.
-func templateBound(s string, size func(name string) int64) (int64, error) {
+func templateBound(s string, size func(name string) int64, budget *expansionBudget) (int64, error) {
 	depth, work, refs := templateCost(s)
 	if depth > maxNesting {
 		return 0, fmt.Errorf("variables are nested %d deep, more than %d: refusing an expansion bomb", depth, maxNesting)
@@ -87,7 +114,7 @@ func templateBound(s string, size func(name string) int64) (int64, error) {
 			return bound, fmt.Errorf("the value would expand to more than %d MiB: refusing an expansion bomb", maxExpanded>>20)
 		}
 	}
-	return bound, nil
+	return bound, budget.charge(work, bound-int64(len(s)))
 }
 
 // countModified counts the references with a default, a message or an alternative, for the

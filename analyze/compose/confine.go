@@ -47,10 +47,12 @@ type confiner struct {
 
 	walked // what the walk learned
 	g      guard
+	// budget is what the walk's interpolations may cost, as compose-go's are bounded.
+	budget *expansionBudget
 }
 
 func newConfiner(src *source.Sources) *confiner {
-	c := &confiner{src: src, root: src.Root(), explicit: map[string]bool{}, errSeen: map[string]bool{}}
+	c := &confiner{src: src, root: src.Root(), explicit: map[string]bool{}, errSeen: map[string]bool{}, budget: &expansionBudget{}}
 	c.walked = newWalked()
 	c.g.c = c
 	return c
@@ -67,9 +69,14 @@ func (c *confiner) refuse(pos analyze.Pos, format string, args ...any) {
 	}
 }
 
-// outside says that what an entry names, as written, is outside the root.
+// outside says that what an entry names, as written, is outside the root; with no entry,
+// that the file the error is at is.
 func (c *confiner) outside(what, written string) string {
-	return fmt.Sprintf("%s %s resolves outside the project root (%s): not read (--allow-outside widens the root)", what, written, c.root)
+	msg := fmt.Sprintf("resolves outside the project root (%s): not read (--allow-outside widens the root)", c.root)
+	if what == "" {
+		return msg
+	}
+	return what + " " + written + " " + msg
 }
 
 // display is a file's name as reports show it.
@@ -163,7 +170,7 @@ func (c *confiner) dotEnv(flagged []string) cli.ProjectOptionsFn {
 			b, err := c.src.Read(f, slices.Contains(flagged, f))
 			switch {
 			case source.IsOutside(err):
-				c.refuse(analyze.Pos{File: c.display(abs(f))}, "%s", c.outside("env file", f))
+				c.refuse(analyze.Pos{File: c.display(abs(f))}, "%s", c.outside("", ""))
 				continue
 			case errors.Is(err, fs.ErrNotExist):
 				return fmt.Errorf("couldn't find env file: %s", f)
@@ -251,7 +258,7 @@ func (c *confiner) configPaths(o *cli.ProjectOptions) error {
 		b, err := c.src.Read(a, c.explicit[a])
 		switch {
 		case source.IsOutside(err):
-			c.refuse(analyze.Pos{File: c.display(a)}, "%s", c.outside("compose file", f))
+			c.refuse(analyze.Pos{File: c.display(a)}, "%s", c.outside("", ""))
 			continue
 		case err == nil && c.explicit[a] && isFIFO(a):
 			if o.WorkingDir == "" && len(kept) == 0 {
@@ -283,7 +290,7 @@ func isFIFO(p string) bool {
 // expansion bounds.
 func (c *confiner) envFile(path string, env map[string]string) *analyze.LoadError {
 	if _, inside := c.root.Resolve(path); !inside {
-		return &analyze.LoadError{Pos: analyze.Pos{File: c.display(path)}, Msg: c.outside("env_file", c.display(path))}
+		return &analyze.LoadError{Pos: analyze.Pos{File: c.display(path)}, Msg: c.outside("", "")}
 	}
 	if _, err := os.Stat(path); err != nil {
 		return nil // compose-go says it is missing, or that it is not required

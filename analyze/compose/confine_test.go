@@ -51,7 +51,7 @@ func TestOutsideIsNotRead(t *testing.T) {
 		{name: "extends", files: map[string]string{"compose.yaml": appService + "    extends:\n      file: ../outside/shadow\n      service: root\n"},
 			at: "compose.yaml:5:13", says: []string{"extends file ../outside/shadow", "outside the project root"}, services: []string{"app"}},
 		{name: "dotenv link", files: map[string]string{"compose.yaml": appService, ".env": "->../outside/creds.json"},
-			at: ".env", says: []string{".env", "outside the project root"}, services: []string{"app"}},
+			at: ".env", says: []string{"outside the project root"}, services: []string{"app"}},
 		{name: "compose file in dotenv", files: map[string]string{"compose.yaml": appService, ".env": "COMPOSE_FILE=$P/compose.yaml:$OUT/shadow\n"},
 			opts: func(o *Options, dir string) { o.Recursive = true }, at: ".env:1", says: []string{"COMPOSE_FILE", "$OUT/shadow", "outside the project root"}, services: []string{"app"}},
 		{name: "override link", files: map[string]string{"compose.yaml": appService, "compose.override.yaml": "->../outside/shadow"},

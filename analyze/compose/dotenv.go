@@ -52,9 +52,10 @@ func parseEnv(b []byte, lookup func(string) (string, bool)) (map[string]string, 
 	}
 	size := func(k string) int64 { v, _ := both(k); return int64(len(v)) }
 	var total int64
+	budget := &expansionBudget{}
 	for _, st := range stmts {
 		if st.expands {
-			bound, err := templateBound(st.value, size)
+			bound, err := templateBound(st.value, size, budget)
 			if err != nil {
 				return nil, nil, &envError{st.line, err.Error()}
 			}

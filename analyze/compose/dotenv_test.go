@@ -57,6 +57,9 @@ func compareEnv(t *testing.T, s string) {
 	}
 	want, werr := dotenv.ParseWithLookup(strings.NewReader(s), lookup) // as docker compose reads a .env
 	got, _, gerr := parseEnv([]byte(s), lookup)
+	if werr == nil && gerr != nil && strings.Contains(gerr.Error(), "refusing an expansion bomb") {
+		return // past the bounds compose-go has not
+	}
 	if (werr == nil) != (gerr == nil) {
 		t.Fatalf("%q: compose-go %v, doctor %v", s, werr, gerr)
 	}

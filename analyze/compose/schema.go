@@ -95,6 +95,7 @@ func (p *project) loadProject(ctx context.Context, po *cli.ProjectOptions, skip 
 		if p.guard != nil {
 			p.guard.reset()
 		}
+		p.env.budget.reset()
 		if stdin != nil {
 			restore := swapStdin(stdin)
 			defer restore()
@@ -357,6 +358,7 @@ func (e *envTracker) clone() *envTracker {
 	defer e.mu.Unlock()
 	c := newEnvTracker(e.strict)
 	c.values = e.values // written by learn only, before any load
+	c.budget = e.budget
 	for k, v := range e.missing {
 		c.missing[k] = slices.Clone(v)
 	}

@@ -253,7 +253,7 @@ func (c *confiner) includeEnv(file string, in includeNodes, wc walkCtx, projDir 
 		}
 		f := filepath.Join(projDir, ".env")
 		if _, inside := c.root.Resolve(f); !inside {
-			c.refuse(analyze.Pos{File: c.display(abs(f))}, "%s", c.outside("the included project's env file", c.display(abs(f))))
+			c.refuse(analyze.Pos{File: c.display(abs(f))}, "%s", c.outside("", ""))
 			ent.refused = true
 			return env, chain, true
 		}
@@ -297,8 +297,11 @@ func (c *confiner) includeEnv(file string, in includeNodes, wc walkCtx, projDir 
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			continue // compose-go says the file is missing
+		case source.IsOutside(err) && f.node != nil:
+			fail(c.outside("env_file", f.node.Value))
+			continue
 		case source.IsOutside(err):
-			fail(c.outside("env file", c.display(f.path)))
+			fail(c.outside("", ""))
 			continue
 		case err != nil:
 			fail(source.CleanPathErr(err))
@@ -425,6 +428,7 @@ func (c *confiner) interpolate(nodes []*yaml.Node, env map[string]string, path [
 			continue
 		}
 		t := newEnvTracker(false)
+		t.budget = c.budget
 		if u, ok := unsetValueAt(path); ok {
 			t.values[n.Value] = u
 		}
