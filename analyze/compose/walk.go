@@ -91,6 +91,10 @@ func (c *confiner) walk(file string, content []byte, wc walkCtx, depth int) erro
 			return err
 		}
 	}
+	if at := notCompose(ix.Docs[file]); at != nil {
+		// compose-go would list its keys, which may be anything (a credentials file's)
+		return &analyze.LoadError{Pos: ix.Pos(file, at), Msg: notComposeMsg}
+	}
 	n := 0 // the entries of the file so far
 	for _, doc := range ix.Docs[file] {
 		if err := c.walkIncludes(file, doc, wc, depth, &n); err != nil {
@@ -98,6 +102,29 @@ func (c *confiner) walk(file string, content []byte, wc walkCtx, depth int) erro
 		}
 		if err := c.walkExtends(file, file, doc, wc, wc.localWD, depth); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// notComposeMsg says a file is no compose file, without its keys.
+const notComposeMsg = "not a compose file: none of its top-level keys is one of compose's (services, include, volumes, networks, ...)"
+
+// notCompose finds a document none of whose top-level keys is compose's (nor an extension):
+// a file included by mistake or by malice (a credentials file), whose keys compose-go would
+// print.
+func notCompose(docs []*yaml.Node) *yaml.Node {
+	for _, d := range docs {
+		if d.Kind != yaml.MappingNode || len(d.Content) == 0 {
+			continue
+		}
+		compose := false
+		for i := 0; i < len(d.Content); i += 2 {
+			k := d.Content[i].Value
+			compose = compose || composeTopKeys[k] || strings.HasPrefix(k, "x-")
+		}
+		if !compose {
+			return d.Content[0]
 		}
 	}
 	return nil
@@ -225,7 +252,14 @@ func (c *confiner) walkIncludes(file string, doc *yaml.Node, wc walkCtx, depth i
 			if _, err := os.Stat(t); err != nil {
 				continue // compose-go says the file is missing
 			}
-			if err := c.walk(t, nil, child, depth+1); err != nil {
+			err := c.walk(t, nil, child, depth+1)
+			var le *analyze.LoadError
+			if errors.As(err, &le) && le.Msg == notComposeMsg {
+				c.refuse(c.ix.Pos(file, in.paths[slices.Index(ent.targets, t)]), "include %s is %s", in.paths[slices.Index(ent.targets, t)].Value, notComposeMsg)
+				ent.refused = true
+				break
+			}
+			if err != nil {
 				return err
 			}
 		}
