@@ -57,6 +57,21 @@ func TestExpansionBombs(t *testing.T) {
 		{"included env file", map[string]string{"compose.yaml": "include:\n  - path: sub/compose.yaml\n    env_file: sub/bomb.env\n" + appService, "sub/compose.yaml": "services:\n  sub:\n    image: alpine\n", "sub/bomb.env": doubling(23)}, "sub/bomb.env:20", "more than 1 MiB"},
 		{"included project's .env", map[string]string{"compose.yaml": "include:\n  - sub/compose.yaml\n" + appService, "sub/compose.yaml": "services:\n  sub:\n    image: alpine\n", "sub/.env": doubling(23)}, "sub/.env:20", "more than 1 MiB"},
 	}
+	// a chain of files extended from, by many services: each reads the whole chain
+	chain := map[string]string{"compose.yaml": "services:\n"}
+	for i := 0; i < 20; i++ {
+		chain[fmt.Sprintf("e%d.yaml", i)] = fmt.Sprintf("services:\n  s:\n    image: alpine\n    extends: {file: e%d.yaml, service: s}\n", i+1)
+	}
+	chain["e20.yaml"] = "services:\n  s:\n    image: alpine\n"
+	for i := 0; i < 100; i++ {
+		chain["compose.yaml"] += fmt.Sprintf("  a%d:\n    extends: {file: e0.yaml, service: s}\n", i)
+	}
+	cases = append(cases, struct {
+		name  string
+		files map[string]string
+		at    string
+		says  string
+	}{"extends chain, many times", chain, "compose.yaml", "more than 1000 files"})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := testutil.WriteFiles(t, map[string]string{"ok/compose.yaml": appService})
@@ -68,7 +83,7 @@ func TestExpansionBombs(t *testing.T) {
 			var projects []*analyze.Project
 			if n := allocated(func() {
 				projects = Load(context.Background(), Options{Paths: []string{filepath.Join(dir, "p"), filepath.Join(dir, "ok")}})
-			}); n > 64<<20 {
+			}); n > 128<<20 {
 				t.Errorf("the load allocated %d MiB", n>>20)
 			}
 			if len(projects) != 2 || projects[1].Plan("app") == nil {

@@ -2,6 +2,7 @@ package compose
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -44,10 +45,14 @@ type guard struct {
 	parent map[string]string
 	// wd and target are the folder and the file of the last extends load, for Dir.
 	wd, target string
-	// Loads counts the loads compose-go asked for, real and stand-in: the tests hold it to
-	// grow with the files, not with the paths through them.
+	// loads counts the files compose-go loaded for includes and extends in this load.
 	loads int
 }
+
+// maxLoads bounds the include and extends files one load of a project reads: a service
+// extending a chain of files, written ten thousand times, would read the chain ten thousand
+// times (some 0.5 ms a file). Real projects read a few dozen. Past the bound the load stops.
+const maxLoads = 1000
 
 var _ loader.ResourceLoader = (*guard)(nil)
 
@@ -55,7 +60,7 @@ var _ loader.ResourceLoader = (*guard)(nil)
 func (g *guard) reset() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.loaded, g.parent, g.count, g.entry, g.event = map[string]bool{}, map[string]string{}, map[string]int{}, nil, ""
+	g.loaded, g.parent, g.count, g.entry, g.event, g.loads = map[string]bool{}, map[string]string{}, map[string]int{}, nil, "", 0
 }
 
 // setTop names the compose files.
@@ -92,8 +97,10 @@ func (g *guard) listen(event string, meta map[string]any) {
 func (g *guard) Load(ctx context.Context, p string) (string, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.loads++
 	file, _ := ctx.Value(consts.ComposeFileKey{}).(string)
+	if g.loads++; g.loads > maxLoads {
+		return "", fmt.Errorf("includes and extends read more than %d files: refusing an include or extends bomb", maxLoads)
+	}
 	if g.event == "extends" {
 		return g.loadExtends(file, p)
 	}

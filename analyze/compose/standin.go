@@ -50,18 +50,6 @@ func (s *standIns) file(content string) (string, error) {
 	return p, nil
 }
 
-// is reports a path that is one of the stand-ins.
-func (s *standIns) is(path string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, p := range s.byText {
-		if p == path {
-			return true
-		}
-	}
-	return false
-}
-
 // Close removes every stand-in.
 func (s *standIns) Close() {
 	s.mu.Lock()
