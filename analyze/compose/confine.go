@@ -120,10 +120,10 @@ func filesRoot(opts Options, explicit bool) *source.Root {
 		dirs = append(dirs, opts.ProjectDir)
 	}
 	if len(opts.Files) == 0 {
-		start := cmp(opts.ProjectDir, cwd)
+		start := orElse(opts.ProjectDir, cwd)
 		dirs = append(dirs, discovered(start))
 		if f, ok := os.LookupEnv(consts.ComposeFilePath); ok && !explicit {
-			sep := cmp(os.Getenv(consts.ComposePathSeparator), string(os.PathListSeparator))
+			sep := orElse(os.Getenv(consts.ComposePathSeparator), string(os.PathListSeparator))
 			for _, e := range strings.Split(f, sep) {
 				dirs = append(dirs, filepath.Dir(e))
 			}
@@ -132,7 +132,7 @@ func filesRoot(opts Options, explicit bool) *source.Root {
 	return rootOf(opts, dirs...)
 }
 
-func cmp(s, otherwise string) string {
+func orElse(s, otherwise string) string {
 	if s == "" {
 		return otherwise
 	}
@@ -221,7 +221,7 @@ func (c *confiner) composeFile(o *cli.ProjectOptions) error {
 	if len(o.ConfigPaths) > 0 || !ok {
 		return nil
 	}
-	sep := cmp(o.Environment[consts.ComposePathSeparator], string(os.PathListSeparator))
+	sep := orElse(o.Environment[consts.ComposePathSeparator], string(os.PathListSeparator))
 	var kept []string
 	for _, e := range strings.Split(f, sep) {
 		if _, inside := c.root.Resolve(e); !inside && e != "-" {
@@ -287,17 +287,17 @@ func isFIFO(p string) bool {
 
 // envFile checks a service's env file before compose-go reads it (--strict-env resolves the
 // services' environments): inside the root, a bounded regular file, parsing within the
-// expansion bounds.
-func (c *confiner) envFile(path string, env map[string]string) *analyze.LoadError {
+// expansion bounds. at and written are the env_file entry that names it.
+func (c *confiner) envFile(path string, env map[string]string, at analyze.Pos, written string) *analyze.LoadError {
 	if _, inside := c.root.Resolve(path); !inside {
-		return &analyze.LoadError{Pos: analyze.Pos{File: c.display(path)}, Msg: c.outside("", "")}
+		return &analyze.LoadError{Pos: at, Msg: c.outside("env_file", written)}
 	}
 	if _, err := os.Stat(path); err != nil {
 		return nil // compose-go says it is missing, or that it is not required
 	}
 	b, err := c.src.Read(path, false)
 	if err != nil {
-		return &analyze.LoadError{Pos: analyze.Pos{File: c.display(path)}, Msg: source.CleanPathErr(err)}
+		return &analyze.LoadError{Pos: at, Msg: source.CleanPathErr(err)}
 	}
 	if _, _, err := parseEnv(b, func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
 		return envLoadError(c.display(path), err).(*analyze.LoadError)

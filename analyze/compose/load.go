@@ -600,9 +600,10 @@ func (p *project) load(ctx context.Context, t target, opts Options) {
 	if opts.StrictEnv {
 		// compose-go reads the services' env files itself: only bounded regular files
 		// may reach it.
-		for _, s := range proj.Services {
+		for name, s := range proj.Services {
 			for _, f := range s.EnvFiles {
-				if err := c.envFile(f.Path, proj.Environment); err != nil {
+				at, written := p.envFileEntry(name, f.Path)
+				if err := c.envFile(f.Path, proj.Environment, at, written); err != nil {
 					p.Errors = append(p.Errors, err)
 					return
 				}
@@ -615,6 +616,27 @@ func (p *project) load(ctx context.Context, t target, opts Options) {
 	}
 	p.Name = proj.Name
 	p.model = proj
+}
+
+// envFileEntry is where a service names an env file, and how: the entry of its env_file
+// that resolves to path, else the file itself.
+func (p *project) envFileEntry(service, path string) (analyze.Pos, string) {
+	written := ""
+	_, at, ok := p.Index.LookupItem(service, "env_file", func(n *yaml.Node) bool {
+		v := n.Value
+		if n.Kind == yaml.MappingNode {
+			v = source.Scalar(source.Get(n, "path"))
+		}
+		if v == "" || !filepath.IsAbs(v) && filepath.Join(p.Dir, v) != path || filepath.IsAbs(v) && v != path {
+			return false
+		}
+		written = v
+		return true
+	})
+	if !ok {
+		return analyze.Pos{File: p.Index.Display(path)}, p.Index.Display(path)
+	}
+	return at, written
 }
 
 func orDot(s string) string {

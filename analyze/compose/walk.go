@@ -130,7 +130,7 @@ func notCompose(docs []*yaml.Node) *yaml.Node {
 	return nil
 }
 
-// include is an include entry as written.
+// includeNodes is an include entry as written.
 type includeNodes struct {
 	paths    []*yaml.Node
 	pathPath []string // the model path of its path values, for interpolation
