@@ -40,8 +40,10 @@ type confiner struct {
 	mu      sync.Mutex
 	errs    []*analyze.LoadError
 	errSeen map[string]bool
-	// composeFileAt is where the env file that set COMPOSE_FILE sets it.
-	composeFileAt *analyze.Pos
+	// composeFileAt is where the env file that set COMPOSE_FILE sets it; composeFileVar
+	// that it is written with a variable, whose value is not to be printed.
+	composeFileAt  *analyze.Pos
+	composeFileVar bool
 	// noFiles is set when every compose file was refused.
 	noFiles bool
 
@@ -187,8 +189,9 @@ func (c *confiner) dotEnv(flagged []string) cli.ProjectOptionsFn {
 			if err != nil {
 				return envLoadError(c.display(abs(f)), err)
 			}
-			if _, ok := m[consts.ComposeFilePath]; ok {
-				c.composeFileAt = &analyze.Pos{File: c.display(abs(f)), Line: lines[consts.ComposeFilePath]}
+			if st, ok := lines[consts.ComposeFilePath]; ok && o.Environment[consts.ComposeFilePath] == "" {
+				c.composeFileAt = &analyze.Pos{File: c.display(abs(f)), Line: st.line}
+				c.composeFileVar = strings.Contains(st.value, "$")
 			}
 			maps.Copy(vars, m)
 		}
@@ -229,7 +232,11 @@ func (c *confiner) composeFile(o *cli.ProjectOptions) error {
 			if c.composeFileAt != nil {
 				at = *c.composeFileAt
 			}
-			c.refuse(at, "COMPOSE_FILE names %s, which resolves outside the project root (%s): not read (--allow-outside widens the root)", e, c.root)
+			if c.composeFileVar || c.composeFileAt == nil {
+				c.refuse(at, "COMPOSE_FILE names a file outside the project root (%s): not read (--allow-outside widens the root)", c.root)
+			} else {
+				c.refuse(at, "COMPOSE_FILE names %s, which resolves outside the project root (%s): not read (--allow-outside widens the root)", e, c.root)
+			}
 			continue
 		}
 		kept = append(kept, e)
@@ -287,8 +294,12 @@ func isFIFO(p string) bool {
 
 // envFile checks a service's env file before compose-go reads it (--strict-env resolves the
 // services' environments): inside the root, a bounded regular file, parsing within the
-// expansion bounds. at and written are the env_file entry that names it.
+// expansion bounds. at and written are the env_file entry that names it; written is ""
+// when the entry is written with a variable, whose value is not printed.
 func (c *confiner) envFile(path string, env map[string]string, at analyze.Pos, written string) *analyze.LoadError {
+	if _, inside := c.root.Resolve(path); !inside && written == "" {
+		return &analyze.LoadError{Pos: at, Msg: "an env_file " + c.outside("", "")}
+	}
 	if _, inside := c.root.Resolve(path); !inside {
 		return &analyze.LoadError{Pos: at, Msg: c.outside("env_file", written)}
 	}

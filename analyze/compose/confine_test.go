@@ -49,7 +49,7 @@ func TestOutsideIsNotRead(t *testing.T) {
 		{name: "include interpolated", files: map[string]string{"compose.yaml": "include:\n  - ${INC}\n" + appService, ".env": "INC=../outside/shadow\n"},
 			at: "compose.yaml:2:5", says: []string{"include ${INC}", "outside the project root"}, services: []string{"app"}},
 		{name: "include through a variable compose-go sets", files: map[string]string{"compose.yaml": "include:\n  - sub${COMPOSE_PROJECT_NAME}/shadow\n" + appService, "subp": "->../outside"},
-			at: "compose.yaml", says: []string{"written with a variable resolves outside the project root"}, services: []string{"app"}},
+			at: "compose.yaml:2:5", says: []string{"an include resolves outside the project root"}, services: []string{"app"}},
 		{name: "strict env_file", files: map[string]string{"compose.yaml": appService + "    env_file: ../outside/creds.env\n"},
 			opts: func(o *Options, dir string) { o.StrictEnv = true }, at: "compose.yaml:4:15", says: []string{"env_file ../outside/creds.env resolves outside the project root"}, services: nil},
 		{name: "extends", files: map[string]string{"compose.yaml": appService + "    extends:\n      file: ../outside/shadow\n      service: root\n"},

@@ -35,14 +35,14 @@ func (e *envError) Error() string {
 // parseEnv parses an env file as docker compose does, with compose-go's dotenv parser,
 // variables expanded through lookup and then the file's own earlier values. Every statement
 // is checked against the expansion bounds before it is expanded (see templateBound), and
-// parsed alone, so that an error is known at its line. It also returns the line of each
-// key's last assignment.
-func parseEnv(b []byte, lookup func(string) (string, bool)) (map[string]string, map[string]int, error) {
+// parsed alone, so that an error is known at its line. It also returns each key's last
+// statement, as written.
+func parseEnv(b []byte, lookup func(string) (string, bool)) (map[string]string, map[string]envStatement, error) {
 	stmts, err := scanEnv(string(b))
 	if err != nil {
 		return nil, nil, err
 	}
-	vars, lines := map[string]string{}, map[string]int{}
+	vars, written := map[string]string{}, map[string]envStatement{}
 	both := func(k string) (string, bool) {
 		if v, ok := lookup(k); ok {
 			return v, true
@@ -71,9 +71,9 @@ func parseEnv(b []byte, lookup func(string) (string, bool)) (map[string]string, 
 			total += int64(len(v))
 		}
 		maps.Copy(vars, one)
-		lines[st.key] = st.line
+		written[st.key] = st
 	}
-	return vars, lines, nil
+	return vars, written, nil
 }
 
 var dotenvLine = regexp.MustCompile(`line (\d+): (key cannot contain a space|unexpected character|unterminated quoted value)`)

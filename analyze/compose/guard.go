@@ -131,11 +131,12 @@ func (g *guard) loadInclude(file, p string) (string, error) {
 	var target string
 	ok := true
 	switch {
-	case i < 0 && len(g.ents) > 0 && !agree(g.ents):
-		c.refuse(analyze.Pos{File: c.display(file)}, "an include is loaded in contexts that resolve it differently: not read")
-		ok = false
-	case i < 0:
-		target, ok = g.resolve(file, p, "include")
+	case i < 0: // not seen by the walk, or seen otherwise in the contexts of the file
+		at := analyze.Pos{File: c.display(file)}
+		if len(g.ents) > 0 {
+			at = g.ents[0].pos
+		}
+		target, ok = g.resolve(at, file, p, "include")
 	case e.refused:
 		ok = false
 	default:
@@ -156,11 +157,12 @@ func (g *guard) loadExtends(file, p string) (string, error) {
 	var target string
 	ok := true
 	switch {
-	case len(ents) == 0:
-		target, ok = g.resolve(file, p, "extends file")
-	case slices.ContainsFunc(ents, func(e *extEntry) bool { return *e != *ents[0] }):
-		c.refuse(analyze.Pos{File: c.display(file)}, "an extends file is loaded in contexts that resolve it differently: not read")
-		ok = false
+	case len(ents) == 0 || slices.ContainsFunc(ents, func(e *extEntry) bool { return e.target != ents[0].target || e.refused != ents[0].refused }):
+		at := analyze.Pos{File: c.display(file)}
+		if len(ents) > 0 {
+			at = ents[0].pos
+		}
+		target, ok = g.resolve(at, file, p, "extends file")
 	case ents[0].refused:
 		ok = false
 	default:
@@ -178,21 +180,22 @@ func (g *guard) loadExtends(file, p string) (string, error) {
 	return target, nil
 }
 
-// resolve places a path the walk did not see, as compose-go's own loader would, and says
-// whether it may be read. Its value came from a variable: it is not printed.
-func (g *guard) resolve(file, p, what string) (string, bool) {
+// resolve places a path the walk did not see (or saw resolve otherwise in the contexts of
+// the file), as compose-go's own loader would, and says whether it may be read. Its value
+// may come from a variable: it is not printed.
+func (g *guard) resolve(at analyze.Pos, file, p, what string) (string, bool) {
 	c := g.c
 	t := p
 	if !filepath.IsAbs(p) {
 		wd, ok := c.uniqueLocalWD(file)
 		if !ok {
-			c.refuse(analyze.Pos{File: c.display(file)}, "an %s written with a variable is relative to a folder the doctor cannot tell: not read", what)
+			c.refuse(at, "an %s is relative to a folder the doctor cannot tell (the file is loaded from several): not read", what)
 			return "", false
 		}
 		t = filepath.Join(wd, p)
 	}
 	if _, inside := c.root.Resolve(t); !inside {
-		c.refuse(analyze.Pos{File: c.display(file)}, "an %s written with a variable resolves outside the project root (%s): not read (--allow-outside widens the root)", what, c.root)
+		c.refuse(at, "an %s resolves outside the project root (%s): not read (--allow-outside widens the root)", what, c.root)
 		return "", false
 	}
 	return t, true

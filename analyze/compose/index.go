@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -95,55 +94,6 @@ func (ix *Index) add(path string, content []byte) error {
 	return nil
 }
 
-// addTree indexes a top-level file and everything it includes or extends from, following
-// compose-go's rules for relative paths.
-func (ix *Index) addTree(path string, content []byte, workDir string, depth int) error {
-	if depth > 32 {
-		return nil // include cycles are compose-go's to report
-	}
-	if content == nil {
-		if _, ok := ix.Docs[path]; ok {
-			return nil
-		}
-		b, err := source.ReadSource(ix.Input, path)
-		if err != nil {
-			return err
-		}
-		content = b
-	}
-	if err := ix.add(path, content); err != nil {
-		return err
-	}
-	for _, doc := range ix.Docs[path] {
-		for _, inc := range includes(doc, workDir) {
-			// compose-go reads an included project's env files itself: only bounded
-			// regular files may reach it.
-			for _, f := range inc.envFiles {
-				if _, err := os.Stat(f); err == nil {
-					if _, err := ix.Input.Read(f, false); err != nil {
-						return err
-					}
-				}
-			}
-			for _, f := range inc.files {
-				if _, err := os.Stat(f); err == nil {
-					if err := ix.addTree(f, nil, inc.dir, depth+1); err != nil {
-						return err
-					}
-				}
-			}
-		}
-		for _, f := range extendsFiles(doc, filepath.Dir(path)) {
-			if _, err := os.Stat(f); err == nil {
-				if err := ix.addTree(f, nil, filepath.Dir(f), depth+1); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	return nil
-}
-
 type include struct {
 	files    []string // main file first, then its overrides
 	dir      string   // the included project's folder
@@ -199,21 +149,6 @@ func includes(doc *yaml.Node, workDir string) []include {
 			inc.envFiles = []string{filepath.Join(inc.dir, ".env")}
 		}
 		out = append(out, inc)
-	}
-	return out
-}
-
-// extendsFiles lists the files a document's services extend from.
-func extendsFiles(doc *yaml.Node, dir string) []string {
-	var out []string
-	services := source.Get(doc, "services")
-	if services == nil || services.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 1; i < len(services.Content); i += 2 {
-		if f := extendsFile(source.Deref(services.Content[i]), dir); f != "" {
-			out = append(out, f)
-		}
 	}
 	return out
 }

@@ -150,8 +150,6 @@ type target struct {
 	note string
 	// root is where the project's reads are confined.
 	root *source.Root
-	// guard answers compose-go's loads of include and extends files.
-	guard *guard
 }
 
 // stdinName is how the "-" file of t is shown.
@@ -619,7 +617,7 @@ func (p *project) load(ctx context.Context, t target, opts Options) {
 }
 
 // envFileEntry is where a service names an env file, and how: the entry of its env_file
-// that resolves to path, else the file itself.
+// that resolves to path, else the service and "" (an entry written with a variable).
 func (p *project) envFileEntry(service, path string) (analyze.Pos, string) {
 	written := ""
 	_, at, ok := p.Index.LookupItem(service, "env_file", func(n *yaml.Node) bool {
@@ -634,7 +632,7 @@ func (p *project) envFileEntry(service, path string) (analyze.Pos, string) {
 		return true
 	})
 	if !ok {
-		return analyze.Pos{File: p.Index.Display(path)}, p.Index.Display(path)
+		return p.Index.ServicePos(service), ""
 	}
 	return at, written
 }

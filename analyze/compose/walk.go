@@ -49,12 +49,14 @@ type incEntry struct {
 	// with the same key imports the same resources, which it skips.
 	key     string
 	refused bool
+	pos     analyze.Pos // of its first path, as written
 }
 
 // extEntry is one extends file: in one context.
 type extEntry struct {
 	target  string
 	refused bool
+	pos     analyze.Pos // of the file:, as written
 }
 
 // walkCtx is the context compose-go loads a file in.
@@ -199,7 +201,7 @@ func (c *confiner) walkIncludes(file string, doc *yaml.Node, wc walkCtx, depth i
 			continue // compose-go reports what does not interpolate
 		}
 		*n++
-		ent := &incEntry{paths: vals}
+		ent := &incEntry{paths: vals, pos: c.ix.Pos(file, in.paths[0])}
 		for i, v := range vals {
 			t := v
 			if !filepath.IsAbs(t) {
@@ -398,7 +400,7 @@ func (c *confiner) walkExtends(from, file string, doc *yaml.Node, wc walkCtx, wd
 		if !filepath.IsAbs(t) {
 			t = filepath.Join(wd, v)
 		}
-		ent := &extEntry{target: t}
+		ent := &extEntry{target: t, pos: c.ix.Pos(file, f)}
 		k := [2]string{from, v}
 		c.extends[k] = append(c.extends[k], ent)
 		if _, inside := c.root.Resolve(t); !inside {
