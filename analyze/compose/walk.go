@@ -22,8 +22,10 @@ const maxInclusions = 256
 // walked is what the walk learned of a project's includes and extends, for the guard and the
 // casts to answer compose-go with.
 type walked struct {
-	visited  map[string]bool     // file and context walked
-	localWDs map[string][]string // file -> the folders its relative paths resolve from
+	visited map[string]bool // file and context walked
+	// inclusions counts the files walked in distinct contexts.
+	inclusions int
+	localWDs   map[string][]string // file -> the folders its relative paths resolve from
 	// includes are the include entries of each file, in the order compose-go loads them,
 	// each as found in every context the file was walked in.
 	includes map[string][][]*incEntry
@@ -72,14 +74,6 @@ type walkCtx struct {
 // per file). What resolves outside the root is refused at the entry that names it and not
 // followed. An error that stops the project (a file that cannot be read) is returned.
 func (c *confiner) walk(file string, content []byte, wc walkCtx, depth int) error {
-	key := file + "\x00" + wc.localWD + "\x00" + wc.envChain
-	if c.visited[key] || depth > 32 {
-		return nil
-	}
-	c.visited[key] = true
-	if !slices.Contains(c.localWDs[file], wc.localWD) {
-		c.localWDs[file] = append(c.localWDs[file], wc.localWD)
-	}
 	ix := c.ix
 	if _, ok := ix.Docs[file]; !ok {
 		if content == nil {
@@ -96,6 +90,15 @@ func (c *confiner) walk(file string, content []byte, wc walkCtx, depth int) erro
 	if at := notCompose(ix.Docs[file]); at != nil {
 		// compose-go would list its keys, which may be anything (a credentials file's)
 		return &analyze.LoadError{Pos: ix.Pos(file, at), Msg: notComposeMsg}
+	}
+	key := file + "\x00" + wc.localWD + "\x00" + wc.envChain
+	if c.visited[key] || depth > 32 {
+		return nil
+	}
+	c.visited[key] = true
+	c.inclusions++
+	if !slices.Contains(c.localWDs[file], wc.localWD) {
+		c.localWDs[file] = append(c.localWDs[file], wc.localWD)
 	}
 	n := 0 // the entries of the file so far
 	for _, doc := range ix.Docs[file] {
@@ -213,24 +216,22 @@ func (c *confiner) walkIncludes(file string, doc *yaml.Node, wc walkCtx, depth i
 				ent.refused = true
 			}
 		}
-		if !ent.refused && len(c.visited) >= maxInclusions {
+		if !ent.refused && c.inclusions >= maxInclusions {
 			c.refuse(c.ix.Pos(file, in.paths[0]), "the includes reach more than %d files in distinct folders or with distinct variables: refusing an include bomb", maxInclusions)
 			ent.refused = true
 		}
-		var projDir, workDir string
-		switch pd := ""; {
-		case in.dir == nil:
-			projDir, workDir = filepath.Dir(abs(ent.targets[0])), localDir(wc.localWD, vals[0])
-		default:
+		// the project's folder, and its WorkingDir as compose-go writes it (worked out only
+		// inside the root: compose-go's loader looks at what it names)
+		projDir, dirOf := filepath.Dir(abs(ent.targets[0])), vals[0]
+		if in.dir != nil {
 			d, ok := c.interpolate([]*yaml.Node{in.dir}, wc.env, []string{"include", "[]", "project_directory"})
 			if !ok {
 				continue
 			}
-			pd = d[0]
-			if filepath.IsAbs(pd) {
-				projDir, workDir = pd, pd
-			} else {
-				projDir, workDir = filepath.Join(wc.workingDir, pd), localDir(wc.localWD, pd)
+			pd := d[0]
+			projDir, dirOf = pd, pd
+			if !filepath.IsAbs(pd) {
+				projDir = filepath.Join(wc.workingDir, pd)
 			}
 			st := c.state(c.projDirs, pd)
 			if _, inside := c.root.Resolve(projDir); !inside {
@@ -248,6 +249,10 @@ func (c *confiner) walkIncludes(file string, doc *yaml.Node, wc walkCtx, depth i
 		c.addInclude(file, *n, ent)
 		if ent.refused {
 			continue
+		}
+		workDir := dirOf
+		if !filepath.IsAbs(dirOf) || in.dir == nil {
+			workDir = localDir(wc.localWD, dirOf)
 		}
 		child := walkCtx{localWD: projDir, workingDir: workDir, env: env, envChain: chain}
 		for _, t := range ent.targets {
