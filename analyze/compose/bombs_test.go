@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -115,23 +116,50 @@ func diamond(levels int) map[string]string {
 
 // TestIncludeDiamond loads a diamond of includes: each file is opened a bounded number of
 // times (compose-go walking the tree opened the last one 2^levels times), and every service
-// is there.
+// is there. With other env files on each side, the contexts of a file would double at each
+// level: past two they are refused, at the entry.
 func TestIncludeDiamond(t *testing.T) {
 	const levels = 8
-	dir := testutil.WriteFiles(t, diamond(levels))
-	opened := watchOpens(t, dir)
-	p := Load(context.Background(), Options{Paths: []string{dir}})[0]
-	counts := map[string]int{}
-	for _, f := range opened() {
-		counts[filepath.Base(f)]++
-	}
-	for f, n := range counts {
-		if n > 4 {
-			t.Errorf("%s opened %d times", f, n)
+	withEnv := func(dir string) map[string]string {
+		files := map[string]string{}
+		for i := 0; i < levels; i++ {
+			files[fmt.Sprintf("a%d.env", i)] = fmt.Sprintf("V%d=a\n", i)
+			files[fmt.Sprintf("b%d.env", i)] = fmt.Sprintf("V%d=b\n", i)
+			files[fmt.Sprintf("f%d.yaml", i)] = fmt.Sprintf("include:\n  - {path: f%d.yaml, env_file: %s/a%d.env}\n  - {path: f%d.yaml, env_file: %s/b%d.env}\nservices:\n  s%d:\n    image: alpine\n", i+1, dir, i, i+1, dir, i, i)
 		}
+		files[fmt.Sprintf("f%d.yaml", levels)] = fmt.Sprintf("services:\n  s%d:\n    image: alpine\n", levels)
+		files["compose.yaml"] = files["f0.yaml"]
+		return files
 	}
-	if len(p.Errors) > 0 || len(p.Plans) != levels+1 {
-		t.Errorf("%d services, errors %v", len(p.Plans), p.Errors)
+	for _, c := range []struct {
+		name    string
+		files   func(dir string) map[string]string
+		refused bool
+	}{
+		{"one context a file", func(string) map[string]string { return diamond(levels) }, false},
+		{"contexts doubling", withEnv, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeTree(t, dir, c.files(dir))
+			opened := watchOpens(t, dir)
+			p := Load(context.Background(), Options{Paths: []string{dir}})[0]
+			counts := map[string]int{}
+			for _, f := range opened() {
+				counts[filepath.Base(f)]++
+			}
+			for f, n := range counts {
+				if n > 8 {
+					t.Errorf("%s opened %d times", f, n)
+				}
+			}
+			if len(p.Plans) != levels+1 {
+				t.Errorf("%d services, errors %v", len(p.Plans), p.Errors)
+			}
+			if refused := slices.ContainsFunc(p.Errors, func(e *analyze.LoadError) bool { return strings.Contains(e.Msg, "refusing an include bomb") }); refused != c.refused || !c.refused && len(p.Errors) > 0 {
+				t.Errorf("errors %v", p.Errors)
+			}
+		})
 	}
 }
 
@@ -154,6 +182,11 @@ func TestIncludeOnceIsComposes(t *testing.T) {
 			"compose.yaml": "include:\n  - path: d.yaml\n    env_file: x.env\n  - d.yaml\n" + svc("top"),
 			"x.env":        "V=1\n",
 			"d.yaml":       svc("d"),
+		},
+		"one file with four env files": {
+			"compose.yaml": "include:\n  - {path: d.yaml, env_file: x.env}\n  - {path: d.yaml, env_file: y.env}\n  - {path: d.yaml, env_file: z.env}\n  - {path: d.yaml, env_file: w.env}\n" + svc("top"),
+			"x.env":        "V=1\n", "y.env": "V=2\n", "z.env": "V=3\n", "w.env": "V=4\n",
+			"d.yaml": svc("d"),
 		},
 		"a variable that differs": {
 			"compose.yaml": "include:\n  - path: d.yaml\n    env_file: x.env\n  - d.yaml\n" + svc("top"),

@@ -37,8 +37,10 @@ type guard struct {
 	entry *incEntry
 	ents  []*incEntry
 	dup   bool
-	// count is how many entries of each file were loaded.
-	count map[string]int
+	// count is how many entries of each file were loaded, in each context; current is the
+	// context each file is being loaded in (compose-go says the file, not how it got there).
+	count   map[string]int
+	current map[string]string
 	// loaded are the include keys loaded in this load; parent the file that first included
 	// each file, to tell a cycle (which compose-go must see) from a repeat.
 	loaded map[string]bool
@@ -61,15 +63,20 @@ func (g *guard) reset() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.loaded, g.parent, g.count, g.entry, g.event, g.loads = map[string]bool{}, map[string]string{}, map[string]int{}, nil, "", 0
+	for f := range g.current {
+		if !g.top[f] {
+			delete(g.current, f)
+		}
+	}
 }
 
-// setTop names the compose files.
-func (g *guard) setTop(files []string) {
+// setTop names the compose files, and the context they load in.
+func (g *guard) setTop(files []string, ctx string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.top = map[string]bool{}
+	g.top, g.current = map[string]bool{}, map[string]string{}
 	for _, f := range files {
-		g.top[f] = true
+		g.top[f], g.current[f] = true, ctx
 	}
 }
 
@@ -114,16 +121,26 @@ func (g *guard) loadInclude(file, p string) (string, error) {
 	}
 	if g.entry == nil {
 		// compose-go loads a file's entries in order, each once per load of the file
+		cur, known := g.current[file]
 		g.ents = nil
 		if slots := c.includes[file]; len(slots) > 0 {
-			g.ents = slots[g.count[file]%len(slots)]
-			g.count[file]++
+			g.ents = slots[g.count[file+"\x00"+cur]%len(slots)]
+			g.count[file+"\x00"+cur]++
 		}
 		g.entry, g.dup = &incEntry{}, false
-		if len(g.ents) > 0 && slices.Contains(g.ents[0].paths, p) && agree(g.ents) {
-			g.entry = g.ents[0]
-			g.dup = !g.entry.refused && g.loaded[g.entry.key] && !g.cycle(g.entry, file)
-			g.loaded[g.entry.key] = true
+		var e *incEntry
+		switch {
+		case len(g.ents) > 0 && agree(g.ents):
+			e = g.ents[0]
+		case known:
+			if i := slices.IndexFunc(g.ents, func(e *incEntry) bool { return e.ctx == cur }); i >= 0 {
+				e = g.ents[i]
+			}
+		}
+		if e != nil && slices.Contains(e.paths, p) {
+			g.entry = e
+			g.dup = !e.refused && g.loaded[e.key] && !g.cycle(e, file)
+			g.loaded[e.key] = true
 		}
 	}
 	e := g.entry
@@ -147,6 +164,9 @@ func (g *guard) loadInclude(file, p string) (string, error) {
 	}
 	if _, ok := g.parent[target]; !ok {
 		g.parent[target] = file
+	}
+	if g.entry.child != "" {
+		g.current[target] = g.entry.child
 	}
 	return target, nil
 }

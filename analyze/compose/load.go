@@ -558,8 +558,8 @@ func (p *project) load(ctx context.Context, t target, opts Options) {
 	p.Dir = dir
 	p.Index = newIndex(dir, c.src)
 	c.ix, c.dir = p.Index, dir
-	c.g.setTop(po.ConfigPaths)
 	top := walkCtx{localWD: dir, workingDir: dir, env: po.Environment}
+	c.g.setTop(po.ConfigPaths, top.id())
 	for _, f := range po.ConfigPaths {
 		var content []byte
 		if f == "-" {

@@ -2,6 +2,7 @@ package compose
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"maps"
 	"os"
@@ -14,18 +15,28 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// maxInclusions bounds the distinct ways a project includes files (a file, its project
-// folder and its variables): each is a load of its own for compose-go. Real projects have
-// a few dozen; an include graph that multiplies them is refused there.
-const maxInclusions = 256
+// maxInclusions bounds the files a project includes, each counted once per context (its
+// project folder and variables), and maxContexts the contexts of one file beyond the entries
+// that include it: each is a load of its own for compose-go, some 10 to 30 ms with its schema
+// checks. Real projects include a few dozen files, each in one context or one per entry that
+// includes it; an include graph that multiplies the contexts of a file (each level including
+// the next twice with other env files) is refused where it does.
+const (
+	maxInclusions = 1000
+	maxContexts   = 2
+)
 
 // walked is what the walk learned of a project's includes and extends, for the guard and the
 // casts to answer compose-go with.
 type walked struct {
 	visited map[string]bool // file and context walked
-	// inclusions counts the files walked in distinct contexts.
+	// inclusions counts the files walked in distinct contexts, contexts the contexts of each
+	// file.
 	inclusions int
-	localWDs   map[string][]string // file -> the folders its relative paths resolve from
+	contexts   map[string]int
+	// edges are the entries that include each file.
+	edges    map[string][]string
+	localWDs map[string][]string // file -> the folders its relative paths resolve from
 	// includes are the include entries of each file, in the order compose-go loads them,
 	// each as found in every context the file was walked in.
 	includes map[string][][]*incEntry
@@ -36,7 +47,7 @@ type walked struct {
 }
 
 func newWalked() walked {
-	return walked{visited: map[string]bool{}, localWDs: map[string][]string{}, includes: map[string][][]*incEntry{},
+	return walked{visited: map[string]bool{}, contexts: map[string]int{}, edges: map[string][]string{}, localWDs: map[string][]string{}, includes: map[string][][]*incEntry{},
 		extends: map[[2]string][]*extEntry{}, envFiles: map[string]*valueState{}, projDirs: map[string]*valueState{}, fifos: map[string]string{}}
 }
 
@@ -52,6 +63,8 @@ type incEntry struct {
 	key     string
 	refused bool
 	pos     analyze.Pos // of its first path, as written
+	// ctx is the context of the including file, child the context it loads its files in.
+	ctx, child string
 }
 
 // extEntry is one extends file: in one context.
@@ -68,6 +81,9 @@ type walkCtx struct {
 	env        map[string]string // the variables the file is interpolated with
 	envChain   string            // the env files applied on the way, for the include key
 }
+
+// id names the context: what decides how a file loads in it.
+func (wc walkCtx) id() string { return wc.localWD + "\x00" + wc.envChain }
 
 // walk reads a file into the index and follows its includes and extends as compose-go will,
 // each included file once per context (a set, not a tree: an include diamond is walked once
@@ -91,12 +107,13 @@ func (c *confiner) walk(file string, content []byte, wc walkCtx, depth int) erro
 		// compose-go would list its keys, which may be anything (a credentials file's)
 		return &analyze.LoadError{Pos: ix.Pos(file, at), Msg: notComposeMsg}
 	}
-	key := file + "\x00" + wc.localWD + "\x00" + wc.envChain
+	key := file + "\x00" + wc.id()
 	if c.visited[key] || depth > 32 {
 		return nil
 	}
 	c.visited[key] = true
 	c.inclusions++
+	c.contexts[file]++
 	if !slices.Contains(c.localWDs[file], wc.localWD) {
 		c.localWDs[file] = append(c.localWDs[file], wc.localWD)
 	}
@@ -204,20 +221,29 @@ func (c *confiner) walkIncludes(file string, doc *yaml.Node, wc walkCtx, depth i
 			continue // compose-go reports what does not interpolate
 		}
 		*n++
-		ent := &incEntry{paths: vals, pos: c.ix.Pos(file, in.paths[0])}
+		ent := &incEntry{paths: vals, pos: c.ix.Pos(file, in.paths[0]), ctx: wc.id()}
+		edge := fmt.Sprintf("%s\x00%d", file, *n)
 		for i, v := range vals {
 			t := v
 			if !filepath.IsAbs(t) {
 				t = filepath.Join(wc.localWD, v)
 			}
 			ent.targets = append(ent.targets, t)
+			if !slices.Contains(c.edges[t], edge) {
+				c.edges[t] = append(c.edges[t], edge)
+			}
 			if _, inside := c.root.Resolve(t); !inside {
 				c.refuse(c.ix.Pos(file, in.paths[i]), "%s", c.outside("include", in.paths[i].Value))
 				ent.refused = true
 			}
 		}
-		if !ent.refused && c.inclusions >= maxInclusions {
-			c.refuse(c.ix.Pos(file, in.paths[0]), "the includes reach more than %d files in distinct folders or with distinct variables: refusing an include bomb", maxInclusions)
+		switch {
+		case ent.refused:
+		case c.inclusions >= maxInclusions:
+			c.refuse(c.ix.Pos(file, in.paths[0]), "the includes reach more than %d files or contexts: refusing an include bomb", maxInclusions)
+			ent.refused = true
+		case slices.ContainsFunc(ent.targets, func(t string) bool { return c.contexts[t] >= max(maxContexts, len(c.edges[t])) }):
+			c.refuse(c.ix.Pos(file, in.paths[0]), "the includes load %s in more than %d folders or sets of variables: refusing an include bomb", in.paths[0].Value, maxContexts)
 			ent.refused = true
 		}
 		// the project's folder, and its WorkingDir as compose-go writes it (worked out only
@@ -255,6 +281,7 @@ func (c *confiner) walkIncludes(file string, doc *yaml.Node, wc walkCtx, depth i
 			workDir = localDir(wc.localWD, dirOf)
 		}
 		child := walkCtx{localWD: projDir, workingDir: workDir, env: env, envChain: chain}
+		ent.child = child.id()
 		for _, t := range ent.targets {
 			if _, err := os.Stat(t); err != nil {
 				continue // compose-go says the file is missing
