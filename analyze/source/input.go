@@ -32,6 +32,8 @@ type sourceFile struct {
 	// outside marks a file left unread because it was outside the root of the view that
 	// asked: a view with a wider root reads it.
 	outside bool
+	// pipe marks a FIFO given on the command line, read once, wherever it is.
+	pipe bool
 }
 
 func NewSources() *Sources { return &Sources{cache: &cache{files: map[string]sourceFile{}}} }
@@ -67,47 +69,49 @@ func (s *Sources) Read(path string, explicit bool) ([]byte, error) {
 		}
 	}
 	if s == nil {
-		b, _, err := readBounded(abs, path, explicit, nil)
+		b, _, _, err := readBounded(abs, path, explicit, nil)
 		return b, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if f, ok := s.files[abs]; ok && !(f.outside && s.allows(f.real)) {
-		if f.outside || f.real != "" && !s.allows(f.real) {
+	if f, ok := s.files[abs]; ok {
+		inside := f.real != "" && s.root.Contains(f.real)
+		switch {
+		case f.pipe || s.root == nil, inside && !f.outside:
+			return f.b, f.err
+		case f.real != "" && !inside:
 			return nil, &OutsideError{Path: path, Root: s.root}
 		}
-		return f.b, f.err
+		// refused by a narrower view, or read by one without a root: read it again
 	}
-	b, real, err := readBounded(abs, path, explicit, s.root)
-	s.files[abs] = sourceFile{b: b, err: err, real: real, outside: IsOutside(err)}
+	b, real, pipe, err := readBounded(abs, path, explicit, s.root)
+	s.files[abs] = sourceFile{b: b, err: err, real: real, outside: IsOutside(err), pipe: pipe}
 	return b, err
-}
-
-func (s *Sources) allows(real string) bool {
-	return s.root == nil || real == "" || s.root.Contains(real)
 }
 
 // readBounded opens path once and reads at most MaxFileSize+1 bytes of it. With a root, the
 // name is resolved first without looking outside it; the file is checked by name before it
 // is opened, so that opening a FIFO cannot block, and again once open, so that what is read
 // is what was checked: its type, and with a root the place the descriptor was opened at.
-// real is that place.
-func readBounded(abs, shown string, explicit bool, root *Root) (b []byte, real string, err error) {
-	st, err := os.Stat(abs)
-	pipe := explicit && err == nil && st.Mode()&fs.ModeNamedPipe != 0 // <(...) is the user's own
-	if root != nil && !pipe {
-		resolved, inside := root.Resolve(abs)
-		if !inside {
-			return nil, resolved, &OutsideError{Path: shown, Root: root}
-		}
-		// The name is stat'ed only once it is known to stay inside the root.
-		st, err = os.Stat(abs)
+// real is that place; pipe reports a FIFO given on the command line, read wherever it is.
+func readBounded(abs, shown string, explicit bool, root *Root) (b []byte, real string, pipe bool, err error) {
+	if explicit {
+		// <(...) given on the command line is the user's own, wherever /dev/fd is
+		st, err := os.Stat(abs)
+		pipe = err == nil && st.Mode()&fs.ModeNamedPipe != 0
 	}
+	if root != nil && !pipe {
+		// nothing outside the root is looked at, not even to say it is missing
+		if resolved, inside := root.Resolve(abs); !inside {
+			return nil, resolved, false, &OutsideError{Path: shown, Root: root}
+		}
+	}
+	st, err := os.Stat(abs)
 	if err != nil {
-		return nil, "", err
+		return nil, "", pipe, err
 	}
 	if err := Readable(shown, st.Mode(), explicit); err != nil {
-		return nil, "", err
+		return nil, "", pipe, err
 	}
 	if betweenCheckAndOpen != nil {
 		betweenCheckAndOpen(abs)
@@ -118,34 +122,34 @@ func readBounded(abs, shown string, explicit bool, root *Root) (b []byte, real s
 	}
 	f, err := os.OpenFile(abs, flag, 0)
 	if err != nil {
-		return nil, "", err
+		return nil, "", pipe, err
 	}
 	defer f.Close()
 	if st, err = f.Stat(); err != nil {
-		return nil, "", err
+		return nil, "", pipe, err
 	}
 	if err := Readable(shown, st.Mode(), explicit); err != nil {
-		return nil, "", err
+		return nil, "", pipe, err
 	}
 	if root != nil && !pipe {
 		if real, err = openedAt(f, st, abs, root); err != nil {
-			return nil, real, err
+			return nil, real, pipe, err
 		}
 		if !root.Contains(real) {
-			return nil, real, &OutsideError{Path: shown, Root: root}
+			return nil, real, pipe, &OutsideError{Path: shown, Root: root}
 		}
 	}
 	if st.Size() > MaxFileSize {
-		return nil, real, tooLarge(shown)
+		return nil, real, pipe, tooLarge(shown)
 	}
 	b, err = io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
-		return nil, real, err
+		return nil, real, pipe, err
 	}
 	if len(b) > MaxFileSize {
-		return nil, real, tooLarge(shown)
+		return nil, real, pipe, tooLarge(shown)
 	}
-	return b, real, nil
+	return b, real, pipe, nil
 }
 
 // openedAt is where the kernel opened f: what its descriptor names where the system tells
