@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/shmdoctor/shmdoctor/internal/reference"
@@ -77,7 +78,12 @@ func TestConformance(t *testing.T) {
 		if err := json.Unmarshal(out, &model); err != nil {
 			t.Fatalf("%s: %v", file, err)
 		}
-		projects := Load(context.Background(), Options{Paths: []string{file}})
+		opts := Options{Paths: []string{file}}
+		if corpus := testutil.FindCorpus(t); corpus != "" && strings.HasPrefix(file, corpus+"/") {
+			rel, _ := filepath.Rel(corpus, file)
+			opts.AllowOutside = []string{corpusRepo(corpus, rel)}
+		}
+		projects := Load(context.Background(), opts)
 		p := projects[0]
 		if !p.Compose {
 			t.Errorf("%s: docker compose loads it, the doctor does not: %v", file, p.Errors)

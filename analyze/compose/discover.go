@@ -165,7 +165,7 @@ func (p *project) firstFile() string {
 func loadVariant(ctx context.Context, t target, base *project, file string, opts Options) *project {
 	names, why := overlayOf(file, base)
 	if names != nil {
-		merged := target{files: []string{base.Index.top[0], file}, dir: t.dir, explicit: true}
+		merged := target{files: []string{base.Index.top[0], file}, dir: t.dir, explicit: true, root: t.root}
 		p := loadOne(ctx, merged, opts)
 		if p.model != nil {
 			resolve(p, opts.Need, opts.needFrom())
@@ -176,7 +176,7 @@ func loadVariant(ctx context.Context, t target, base *project, file string, opts
 		}
 		why = "merged over " + base.firstFile() + " it does not load: " + p.Errors[0].Msg
 	}
-	p := loadOne(ctx, target{files: []string{file}, dir: t.dir, explicit: true}, opts)
+	p := loadOne(ctx, target{files: []string{file}, dir: t.dir, explicit: true, root: t.root}, opts)
 	if p.model != nil {
 		resolve(p, opts.Need, opts.needFrom())
 		p.resolveDirectives()

@@ -21,6 +21,8 @@ import (
 // missing is recorded per template, and Resolve marks the keys that depend on it.
 type envTracker struct {
 	strict bool
+	// budget is what the project's values may cost to expand, shared with its clones.
+	budget *expansionBudget
 	values map[string]unsetValue // template -> what it gets when a variable it uses is unset
 
 	mu      sync.Mutex
@@ -30,7 +32,7 @@ type envTracker struct {
 }
 
 func newEnvTracker(strict bool) *envTracker {
-	return &envTracker{strict: strict, values: map[string]unsetValue{}, missing: map[string][]string{}, set: map[string]string{}, setIn: map[string][]string{}}
+	return &envTracker{strict: strict, budget: &expansionBudget{}, values: map[string]unsetValue{}, missing: map[string][]string{}, set: map[string]string{}, setIn: map[string][]string{}}
 }
 
 // unsetValues say what a value gets when it depends on an unset variable, by the end of its
@@ -129,6 +131,9 @@ func paths(n *yaml.Node, path []string, fn func(path []string, v *yaml.Node)) {
 
 // substitute is an interpolation Substitute function for compose-go's loader.
 func (e *envTracker) substitute(value string, mapping template.Mapping) (string, error) {
+	if _, err := templateBound(value, func(name string) int64 { v, _ := mapping(name); return int64(len(v)) }, e.budget); err != nil {
+		return "", err
+	}
 	mapping = e.recording(value, mapping)
 	if e.strict {
 		return template.Substitute(value, mapping)

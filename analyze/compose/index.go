@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -96,55 +95,6 @@ func (ix *Index) add(path string, content []byte) error {
 	return nil
 }
 
-// addTree indexes a top-level file and everything it includes or extends from, following
-// compose-go's rules for relative paths.
-func (ix *Index) addTree(path string, content []byte, workDir string, depth int) error {
-	if depth > 32 {
-		return nil // include cycles are compose-go's to report
-	}
-	if content == nil {
-		if _, ok := ix.Docs[path]; ok {
-			return nil
-		}
-		b, err := source.ReadSource(ix.Input, path)
-		if err != nil {
-			return err
-		}
-		content = b
-	}
-	if err := ix.add(path, content); err != nil {
-		return err
-	}
-	for _, doc := range ix.Docs[path] {
-		for _, inc := range includes(doc, workDir) {
-			// compose-go reads an included project's env files itself: only bounded
-			// regular files may reach it.
-			for _, f := range inc.envFiles {
-				if _, err := os.Stat(f); err == nil {
-					if _, err := ix.Input.Read(f, false); err != nil {
-						return err
-					}
-				}
-			}
-			for _, f := range inc.files {
-				if _, err := os.Stat(f); err == nil {
-					if err := ix.addTree(f, nil, inc.dir, depth+1); err != nil {
-						return err
-					}
-				}
-			}
-		}
-		for _, f := range extendsFiles(doc, filepath.Dir(path)) {
-			if _, err := os.Stat(f); err == nil {
-				if err := ix.addTree(f, nil, filepath.Dir(f), depth+1); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	return nil
-}
-
 type include struct {
 	files    []string // main file first, then its overrides
 	dir      string   // the included project's folder
@@ -204,21 +154,6 @@ func includes(doc *yaml.Node, workDir string) []include {
 	return out
 }
 
-// extendsFiles lists the files a document's services extend from.
-func extendsFiles(doc *yaml.Node, dir string) []string {
-	var out []string
-	services := source.Get(doc, "services")
-	if services == nil || services.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 1; i < len(services.Content); i += 2 {
-		if f := extendsFile(source.Deref(services.Content[i]), dir); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
 func extendsFile(svc *yaml.Node, dir string) string {
 	ext := source.Get(svc, "extends")
 	if ext == nil || ext.Kind != yaml.MappingNode {
@@ -240,8 +175,9 @@ func (ix *Index) layers(service string) []layer {
 		return out
 	}
 	var out []layer
+	seen := map[string]bool{}
 	for i := len(ix.top) - 1; i >= 0; i-- {
-		out = append(out, ix.fileLayers(ix.top[i], ix.dir, service, 0)...)
+		out = append(out, ix.fileLayers(ix.top[i], ix.dir, service, 0, seen)...)
 	}
 	if ix.layerCache == nil {
 		ix.layerCache = map[string][]layer{}
@@ -250,10 +186,15 @@ func (ix *Index) layers(service string) []layer {
 	return out
 }
 
-func (ix *Index) fileLayers(file, workDir, service string, depth int) []layer {
-	if depth > 32 {
+// fileLayers lists the definitions of a service in a file and what it includes, each file
+// and folder once: a file included again adds the same definitions, below, which change no
+// lookup (and a diamond of includes would list them once per path through it).
+func (ix *Index) fileLayers(file, workDir, service string, depth int, seen map[string]bool) []layer {
+	key := file + "\x00" + workDir
+	if depth > 32 || seen[key] {
 		return nil
 	}
+	seen[key] = true
 	var out []layer
 	docs := ix.Docs[file]
 	for d := len(docs) - 1; d >= 0; d-- {
@@ -264,7 +205,7 @@ func (ix *Index) fileLayers(file, workDir, service string, depth int) []layer {
 		}
 		for _, inc := range includes(doc, workDir) {
 			for i := len(inc.files) - 1; i >= 0; i-- {
-				out = append(out, ix.fileLayers(inc.files[i], inc.dir, service, depth+1)...)
+				out = append(out, ix.fileLayers(inc.files[i], inc.dir, service, depth+1, seen)...)
 			}
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/consts"
-	"github.com/compose-spec/compose-go/v2/dotenv"
 	"github.com/compose-spec/compose-go/v2/errdefs"
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
@@ -43,9 +41,12 @@ type Options struct {
 	// to check rather than an error: a pre-commit hook runs on any YAML change.
 	AllowEmpty bool
 	StrictEnv  bool // unset variables and missing env files are errors, as in docker compose
-	Stdin      io.Reader
-	Need       *int64 // --need, for every service
-	NeedFrom   string // who set Need, as reports name it; default --need
+	// AllowOutside are folders a project may read from besides its root (--allow-outside):
+	// the git repository holding it, else the folder given. docker compose reads any path.
+	AllowOutside []string
+	Stdin        io.Reader
+	Need         *int64 // --need, for every service
+	NeedFrom     string // who set Need, as reports name it; default --need
 	// Target is the engine the stacks deploy with (--target): its defaults (Podman's 62.5 MiB
 	// /dev/shm) are what a service that sets nothing is predicted to get. Compose when empty.
 	Target analyze.Target
@@ -102,7 +103,7 @@ func Load(ctx context.Context, opts Options) []*analyze.Project {
 			out = append(out, &analyze.Project{Name: t.name(), Files: t.files, Notes: []string{t.note}})
 			continue
 		case t.k8s:
-			out = append(out, kube.Load(t.files[0], t.stdin, t.stdinName(), opts.Need, opts.needFrom(), opts.src))
+			out = append(out, kube.Load(t.files[0], t.stdin, t.stdinName(), opts.Need, opts.needFrom(), opts.src.Within(t.root)))
 			continue
 		case bases[i] != nil:
 			out = append(out, bases[i].done())
@@ -152,6 +153,8 @@ type target struct {
 	label string
 	// note says why -r skipped a file: a target with a note loads nothing.
 	note string
+	// root is where the project's reads are confined.
+	root *source.Root
 }
 
 // stdinName is how the "-" file of t is shown.
@@ -173,17 +176,24 @@ func (t target) name() string {
 }
 
 func targets(opts Options) []target {
+	cwd, _ := os.Getwd()
 	if len(opts.Paths) == 0 {
-		return []target{{files: opts.Files, dir: opts.ProjectDir}}
+		return []target{{files: opts.Files, dir: opts.ProjectDir, root: filesRoot(opts, false)}}
 	}
 	var out []target
 	if len(opts.Files) > 0 {
-		out = append(out, target{files: opts.Files, dir: opts.ProjectDir})
+		out = append(out, target{files: opts.Files, dir: opts.ProjectDir, root: filesRoot(opts, false)})
+	}
+	given := func(dirs ...string) *source.Root {
+		if opts.ProjectDir != "" {
+			dirs = append(dirs, opts.ProjectDir)
+		}
+		return rootOf(opts, dirs...)
 	}
 	for _, p := range opts.Paths {
 		if p == "-" {
 			b, err := readStdin(opts.Stdin)
-			out = append(out, piped(b, err, "", opts))
+			out = append(out, piped(b, err, "", opts, given(cwd)))
 			continue
 		}
 		st, err := os.Stat(p)
@@ -197,13 +207,15 @@ func targets(opts Options) []target {
 			if err == nil {
 				err = source.CheckText(b)
 			}
-			out = append(out, piped(b, err, p, opts))
+			out = append(out, piped(b, err, p, opts, given(cwd)))
 		case !st.IsDir() && !st.Mode().IsRegular():
 			out = append(out, target{files: []string{p}, err: &analyze.LoadError{Pos: analyze.Pos{File: p}, Msg: source.Readable(p, st.Mode(), true).Error()}})
 		case !st.IsDir():
-			out = append(out, target{files: []string{p}, dir: opts.ProjectDir, explicit: true, k8s: kube.SniffFile(opts.src, p) != kube.InputCompose})
+			root := given(filepath.Dir(p))
+			out = append(out, target{files: []string{p}, dir: opts.ProjectDir, explicit: true, root: root, k8s: kube.SniffFile(opts.src.Within(root), p) != kube.InputCompose})
 		case opts.Recursive:
-			found, err := findProjects(opts.src, p)
+			root := given(p)
+			found, err := findProjects(opts.src.Within(root), p)
 			if err != nil {
 				out = append(out, target{dir: p, err: &analyze.LoadError{Pos: analyze.Pos{File: p}, Msg: err.Error()}})
 			}
@@ -216,31 +228,32 @@ func targets(opts Options) []target {
 					continue
 				}
 				if f.manifest {
-					out = append(out, target{files: []string{f.path}, explicit: true, k8s: true})
+					out = append(out, target{files: []string{f.path}, explicit: true, k8s: true, root: root})
 				} else {
-					out = append(out, target{dir: f.path, explicit: true, variants: f.variants, noBase: !f.base})
+					out = append(out, target{dir: f.path, explicit: true, variants: f.variants, noBase: !f.base, root: root})
 				}
 			}
 		default:
 			// A folder without a compose file of its own may hold Kubernetes manifests, one
 			// project each; otherwise docker compose's discovery applies.
+			root := given(p)
 			if !hasComposeFile(p) {
-				if ms := kube.FolderManifests(opts.src, p); len(ms) > 0 {
+				if ms := kube.FolderManifests(opts.src.Within(root), p); len(ms) > 0 {
 					for _, m := range ms {
-						out = append(out, target{files: []string{m}, explicit: true, k8s: true})
+						out = append(out, target{files: []string{m}, explicit: true, k8s: true, root: root})
 					}
 					continue
 				}
 			}
-			out = append(out, target{dir: p, explicit: true})
+			out = append(out, target{dir: p, explicit: true, root: root})
 		}
 	}
 	return out
 }
 
 // piped is the target of bytes read from standard input or from a FIFO named label.
-func piped(b []byte, err error, label string, opts Options) target {
-	t := target{files: []string{"-"}, dir: opts.ProjectDir, stdin: b, explicit: true, label: label}
+func piped(b []byte, err error, label string, opts Options, root *source.Root) target {
+	t := target{files: []string{"-"}, dir: opts.ProjectDir, stdin: b, explicit: true, label: label, root: root}
 	if err != nil {
 		t.err = &analyze.LoadError{Pos: analyze.Pos{File: t.stdinName()}, Msg: err.Error()}
 	} else if k, _, _ := kube.Sniff(b); k != kube.InputCompose {
@@ -378,41 +391,58 @@ func loadOne(ctx context.Context, t target, opts Options) *project {
 	if vars := p.env.unset(); len(vars) > 0 && !opts.StrictEnv {
 		p.Notes = append(p.Notes, fmt.Sprintf("variables not set: %s; values that depend on them are marked and analysed as unset", strings.Join(vars, ", ")))
 	}
-	if missing := p.missingEnvFiles(); len(missing) > 0 {
+	missing, outside := p.missingEnvFiles()
+	if len(missing) > 0 {
 		p.Notes = append(p.Notes, fmt.Sprintf("env_file not found: %s; docker compose stops at a missing env_file unless it is marked required: false", strings.Join(missing, ", ")))
+	}
+	if len(outside) > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("env_file outside the project root, not read: %s; docker compose would read it (--allow-outside widens the root)", strings.Join(outside, ", ")))
 	}
 	return p
 }
 
-// missingEnvFiles lists the required env files that do not exist, with their services. The
-// doctor reads no env_file (environment values are never its input), so one that is missing
-// does not stop the analysis; --strict-env makes it an error, as in docker compose. A path
-// written with an unset variable is left to the note about variables.
-func (p *project) missingEnvFiles() []string {
+// missingEnvFiles lists the required env files that do not exist, with their services, and
+// the env files outside the project root, which are not even looked at. The doctor reads no
+// env_file (environment values are never its input), so one that is missing does not stop
+// the analysis; --strict-env makes it an error, as in docker compose. A path written with an
+// unset variable is left to the note about variables.
+func (p *project) missingEnvFiles() (missing, outside []string) {
 	if p.model == nil {
-		return nil
+		return nil, nil
 	}
-	var files []string
 	users := map[string][]string{}
 	for _, name := range p.model.ServiceNames() {
 		for _, f := range p.model.Services[name].EnvFiles {
-			if !f.Required || strings.HasPrefix(f.Path, placeholder) {
+			if strings.HasPrefix(f.Path, placeholder) {
+				continue
+			}
+			file := p.Index.Display(f.Path)
+			if _, inside := p.root.Resolve(f.Path); !inside {
+				if users[file] == nil {
+					outside = append(outside, file)
+				}
+				users[file] = append(users[file], name)
+				continue
+			}
+			if !f.Required {
 				continue
 			}
 			if _, err := os.Stat(f.Path); errors.Is(err, fs.ErrNotExist) {
-				file := p.Index.Display(f.Path)
 				if users[file] == nil {
-					files = append(files, file)
+					missing = append(missing, file)
 				}
 				users[file] = append(users[file], name)
 			}
 		}
 	}
-	out := make([]string, len(files))
-	for i, f := range files {
-		out[i] = fmt.Sprintf("%s (%s)", f, someOf(users[f], 3))
+	with := func(files []string) []string {
+		out := make([]string, len(files))
+		for i, f := range files {
+			out[i] = fmt.Sprintf("%s (%s)", f, someOf(users[f], 3))
+		}
+		return out
 	}
-	return out
+	return with(missing), with(outside)
 }
 
 // someOf lists the first n names and counts the rest: "a, b, c and 37 more", so that a
@@ -449,6 +479,10 @@ type project struct {
 	logs *logCapture
 	// secrets is the run's register of what it must not print.
 	secrets *analyze.Secrets
+	// root is where the project's reads are confined.
+	root *source.Root
+	// guard answers compose-go's loads of include and extends files.
+	guard *guard
 }
 
 func (p *project) load(ctx context.Context, t target, opts Options) {
@@ -463,17 +497,27 @@ func (p *project) load(ctx context.Context, t target, opts Options) {
 	}
 	files := t.files
 	skipSchema := false // checkSchema has done compose-go's schema checks (loadProject)
+	c := newConfiner(opts.src.Within(t.root))
+	defer c.stand.Close()
+	p.root, p.guard = c.root, &c.g
+	for _, f := range append(slices.Clone(t.files), opts.EnvFiles...) {
+		if f != "-" {
+			c.explicit[abs(f)] = true
+		}
+	}
 	newOptions := func(consistent bool) (*cli.ProjectOptions, error) {
 		return cli.NewProjectOptions(files,
 			cli.WithWorkingDirectory(t.dir),
 			cli.WithEnv(env),
 			cli.WithEnv([]string{"PWD=" + pwd}),
 			cli.WithEnvFiles(opts.EnvFiles...),
-			dotEnv(opts.src),
+			c.dotEnv(opts.EnvFiles),
+			c.composeFile,
 			cli.WithConfigFileEnv,
 			cli.WithDefaultConfigPath,
+			c.configPaths,
 			cli.WithEnvFiles(opts.EnvFiles...),
-			dotEnv(opts.src),
+			c.dotEnv(opts.EnvFiles),
 			profiles,
 			cli.WithName(opts.ProjectName),
 			cli.WithResolvedPaths(true),
@@ -482,19 +526,32 @@ func (p *project) load(ctx context.Context, t target, opts Options) {
 			cli.WithLoadOptions(func(o *loader.Options) {
 				if o.Interpolate != nil { // nil while compose-go only lists the files
 					o.Interpolate.Substitute = p.env.substitute
+					o.Interpolate.TypeCastMapping = c.casts(o.Interpolate.TypeCastMapping)
 				}
 				o.SkipValidation = skipSchema
+				o.ResourceLoaders = append([]loader.ResourceLoader{&c.g}, o.ResourceLoaders...)
+				o.Listeners = append(o.Listeners, c.g.listen)
 			}),
 		)
 	}
+	// The refusals are errors of the project, which is still analysed without what they
+	// refused.
+	defer func() { p.Errors = append(c.errs, p.Errors...) }()
 	po, err := newOptions(true)
 	where := analyze.Pos{File: orDot(t.dir)}
 	if len(t.files) > 0 {
 		where = analyze.Pos{File: t.files[0]}
 	}
-	if err != nil {
+	var le *analyze.LoadError
+	switch {
+	case errors.As(err, &le):
+		p.Errors = append(p.Errors, le)
+		return
+	case err != nil:
 		p.Fail(where, "%s", cleanErr(err))
 		return
+	case c.noFiles:
+		return // the refusals say why
 	}
 	if len(po.ConfigPaths) == 0 {
 		p.Fail(where, "no compose file found in this folder or its parents (looked for %s)", strings.Join(DefaultFileNames, ", "))
@@ -506,20 +563,23 @@ func (p *project) load(ctx context.Context, t target, opts Options) {
 		return
 	}
 	p.Dir = dir
-	p.Index = newIndex(dir, opts.src)
+	p.Index = newIndex(dir, c.src)
+	c.ix, c.dir = p.Index, dir
+	top := walkCtx{localWD: dir, workingDir: dir, env: po.Environment}
+	c.g.setTop(po.ConfigPaths, top.id())
 	for _, f := range po.ConfigPaths {
 		var content []byte
-		abs := f
 		if f == "-" {
 			content = t.stdin
 			p.Index.Names[f] = t.stdinName()
-		} else if a, err := filepath.Abs(f); err == nil {
-			abs = a
+		} else if fifo, ok := c.fifos[f]; ok {
+			content, _ = c.src.Read(fifo, true)
+			p.Index.Names[f] = p.Index.Display(fifo)
 		}
-		p.Index.top = append(p.Index.top, abs)
-		p.Files = append(p.Files, p.Index.Display(abs))
-		if err := p.Index.addTree(abs, content, dir, 0); err != nil {
-			p.Errors = append(p.Errors, source.AsLoadError(err, p.Index.Display(abs)))
+		p.Index.top = append(p.Index.top, f)
+		p.Files = append(p.Files, p.Index.Display(f))
+		if err := c.walk(f, content, top, 0); err != nil {
+			p.Errors = append(p.Errors, source.AsLoadError(err, p.Index.Display(f)))
 			return
 		}
 	}
@@ -547,13 +607,12 @@ func (p *project) load(ctx context.Context, t target, opts Options) {
 	if opts.StrictEnv {
 		// compose-go reads the services' env files itself: only bounded regular files
 		// may reach it.
-		for _, s := range proj.Services {
+		for name, s := range proj.Services {
 			for _, f := range s.EnvFiles {
-				if _, err := os.Stat(f.Path); err == nil {
-					if _, err := opts.src.Read(f.Path, false); err != nil {
-						p.Fail(analyze.Pos{File: p.Index.Display(f.Path)}, "%s", err)
-						return
-					}
+				at, written := p.envFileEntry(name, f.Path)
+				if err := c.envFile(f.Path, proj.Environment, at, written); err != nil {
+					p.Errors = append(p.Errors, err)
+					return
 				}
 			}
 		}
@@ -591,6 +650,27 @@ func (p *project) shownName(name string, fromFlag, fromEnv bool) string {
 	return name
 }
 
+// envFileEntry is where a service names an env file, and how: the entry of its env_file
+// that resolves to path, else the service and "" (an entry written with a variable).
+func (p *project) envFileEntry(service, path string) (analyze.Pos, string) {
+	written := ""
+	_, at, ok := p.Index.LookupItem(service, "env_file", func(n *yaml.Node) bool {
+		v := n.Value
+		if n.Kind == yaml.MappingNode {
+			v = source.Scalar(source.Get(n, "path"))
+		}
+		if v == "" || !filepath.IsAbs(v) && filepath.Join(p.Dir, v) != path || filepath.IsAbs(v) && v != path {
+			return false
+		}
+		written = v
+		return true
+	})
+	if !ok {
+		return p.Index.ServicePos(service), ""
+	}
+	return at, written
+}
+
 func orDot(s string) string {
 	if s == "" {
 		return "."
@@ -606,36 +686,6 @@ func slicesDelete(env []string, prefix string) []string {
 		}
 	}
 	return out
-}
-
-// dotEnv is cli.WithDotEnv reading the env files (.env, --env-file) through the doctor's
-// bounded reader: compose-go would read a .env that links to /dev/zero without end.
-func dotEnv(s *source.Sources) cli.ProjectOptionsFn {
-	return func(o *cli.ProjectOptions) error {
-		vars := map[string]string{}
-		for _, f := range o.EnvFiles {
-			b, err := s.Read(f, false)
-			if errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("couldn't find env file: %s", f)
-			}
-			if err != nil {
-				return err
-			}
-			m, err := dotenv.UnmarshalBytesWithLookup(b, func(k string) (string, bool) {
-				if v, ok := o.Environment[k]; ok {
-					return v, true
-				}
-				v, ok := vars[k]
-				return v, ok
-			})
-			if err != nil {
-				return fmt.Errorf("failed to read %s: %w", f, err)
-			}
-			maps.Copy(vars, m)
-		}
-		o.Environment.Merge(vars)
-		return nil
-	}
 }
 
 // swapStdin hands compose-go the bytes the doctor already read from standard input:

@@ -92,6 +92,10 @@ var versionWarning = regexp.MustCompile("^(.*): the attribute `version` is obsol
 // SkipValidation to.
 func (p *project) loadProject(ctx context.Context, po *cli.ProjectOptions, skip *bool, again func() (*cli.ProjectOptions, error), stdin []byte, opts Options) (*types.Project, error) {
 	run := func(po *cli.ProjectOptions) (*types.Project, error) {
+		if p.guard != nil {
+			p.guard.reset()
+		}
+		p.env.budget.reset()
 		if stdin != nil {
 			restore := swapStdin(stdin)
 			defer restore()
@@ -354,6 +358,7 @@ func (e *envTracker) clone() *envTracker {
 	defer e.mu.Unlock()
 	c := newEnvTracker(e.strict)
 	c.values = e.values // written by learn only, before any load
+	c.budget = e.budget
 	for k, v := range e.missing {
 		c.missing[k] = slices.Clone(v)
 	}

@@ -237,6 +237,10 @@ func TestFixCorpus(t *testing.T) {
 				parts := strings.SplitN(row.Path, "/", 3)
 				c := fixCase{cfg: analyze.Config{Policy: policy}, keep: keep}
 				c.dir = testutil.CopyTree(t, filepath.Join(dir, parts[0], parts[1]))
+				// a checkout: its reads are confined to the repository
+				if err := os.Mkdir(filepath.Join(c.dir, ".git"), 0o755); err != nil {
+					t.Fatal(err)
+				}
 				c.path = filepath.Join(c.dir, parts[2])
 				if row.Kind == "compose" {
 					c.ref = ref

@@ -80,7 +80,13 @@ func FindConfigFile(dir string) (string, error) {
 // ReadConfigFile reads a config file. Unknown keys, bad values and bad YAML are errors
 // located at file:line:col, as a *LoadError: a typo in a config must not silently change
 // what the doctor checks.
-func ReadConfigFile(file string) (*ConfigFile, error) {
+func ReadConfigFile(file string) (*ConfigFile, error) { return readConfigFile(file, false) }
+
+// ReadGivenConfigFile reads the config file --config names: as a PATH, it may be a FIFO
+// (--config <(...)), read once. One found in a folder must be a regular file.
+func ReadGivenConfigFile(file string) (*ConfigFile, error) { return readConfigFile(file, true) }
+
+func readConfigFile(file string, given bool) (*ConfigFile, error) {
 	abs, err := filepath.Abs(file)
 	if err != nil {
 		return nil, fmt.Errorf("reading config file %s: %w", file, err)
@@ -96,7 +102,7 @@ func ReadConfigFile(file string) (*ConfigFile, error) {
 	if st, err := os.Stat(abs); err == nil && st.IsDir() {
 		return nil, fail(nil, "is a folder, not a config file")
 	}
-	b, err := (*source.Sources)(nil).Read(abs, false)
+	b, err := (*source.Sources)(nil).Read(abs, given)
 	switch {
 	case err != nil:
 		return nil, fail(nil, "%s", source.CleanPathErr(err))

@@ -384,6 +384,7 @@ func addComposeFlags(fs *pflag.FlagSet, o *compose.Options) {
 	fs.StringArrayVar(&o.EnvFiles, "env-file", nil, "environment file for interpolation (repeatable; default: the project folder's .env)")
 	fs.StringVarP(&o.ProjectName, "project-name", "p", "", "project name")
 	fs.StringArrayVar(&o.Profiles, "profile", nil, "analyse only services enabled by this profile (repeatable; default: every service)")
+	fs.StringArrayVar(&o.AllowOutside, "allow-outside", nil, "also read includes, extends, env files and .env from this `folder` (repeatable; default: only inside the git repository holding the project, else the folder given)")
 }
 
 func (f *checkFlags) validate() ([]report.Renderer, analyze.Config, analyze.Severity, error) {

@@ -31,7 +31,11 @@ func (f *checkFlags) loadConfig(fs *pflag.FlagSet) (*suppress.ConfigFile, error)
 			return &suppress.ConfigFile{}, err
 		}
 	}
-	c, err := suppress.ReadConfigFile(path)
+	read := suppress.ReadConfigFile
+	if fs.Changed("config") {
+		read = suppress.ReadGivenConfigFile // given like a PATH: <(...) is read once
+	}
+	c, err := read(path)
 	if err != nil {
 		return nil, err
 	}

@@ -167,6 +167,7 @@ func TestFixSharedFile(t *testing.T) {
 		"base.yaml":      "services:\n  base:\n    image: alpine\n    ipc: host\n    shm_size: 2g\n",
 		"a/compose.yaml": "services:\n  a:\n    extends:\n      file: ../base.yaml\n      service: base\n",
 		"b/compose.yaml": "services:\n  b:\n    extends:\n      file: ../base.yaml\n      service: base\n",
+		".git/HEAD":      "ref: refs/heads/main\n", // a repository: a and b read base.yaml in it
 	})
 	t.Chdir(dir)
 	code, out, errs := shmdoctor(t, "", "--fix", "a", "b")

@@ -67,7 +67,8 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 }
 
 // TestInputsAreBounded points every input the doctor reads at /dev/zero: each is refused at
-// the file, exit 2, and the other PATH is still analysed.
+// the file (outside the project root, as a link out of the checkout is), exit 2, and the
+// other PATH is still analysed.
 func TestInputsAreBounded(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -76,11 +77,11 @@ func TestInputsAreBounded(t *testing.T) {
 		want  string
 	}{
 		{"path", nil, []string{"/dev/zero"}, "/dev/zero is not a regular file (a character device)"},
-		{"include", map[string]string{"p/compose.yaml": "include: [/dev/zero]\n" + pgCompose}, []string{"p"}, "p/compose.yaml /dev/zero is not a regular file (a character device)"},
-		{"extends", map[string]string{"p/compose.yaml": pgCompose + "    extends: {file: /dev/zero, service: x}\n"}, []string{"p"}, "/dev/zero is not a regular file (a character device)"},
-		{"dotenv", map[string]string{"p/compose.yaml": pgCompose, "p/.env": "->/dev/zero"}, []string{"p"}, "p/.env is not a regular file (a character device)"},
-		{"override", map[string]string{"p/compose.yaml": pgCompose, "p/compose.override.yaml": "->/dev/zero"}, []string{"p"}, "p/compose.override.yaml is not a regular file (a character device)"},
-		{"included env", map[string]string{"p/compose.yaml": "include: [inc/compose.yaml]\n", "p/inc/compose.yaml": pgCompose, "p/inc/.env": "->/dev/zero"}, []string{"p"}, "p/inc/.env is not a regular file (a character device)"},
+		{"include", map[string]string{"p/compose.yaml": "include: [/dev/zero]\n" + pgCompose}, []string{"p"}, "p/compose.yaml:1:11 include /dev/zero resolves outside the project root"},
+		{"extends", map[string]string{"p/compose.yaml": pgCompose + "    extends: {file: /dev/zero, service: x}\n"}, []string{"p"}, "p/compose.yaml:4:21 extends file /dev/zero resolves outside the project root"},
+		{"dotenv", map[string]string{"p/compose.yaml": pgCompose, "p/.env": "->/dev/zero"}, []string{"p"}, "p/.env resolves outside the project root"},
+		{"override", map[string]string{"p/compose.yaml": pgCompose, "p/compose.override.yaml": "->/dev/zero"}, []string{"p"}, "p/compose.override.yaml resolves outside the project root"},
+		{"included env", map[string]string{"p/compose.yaml": "include: [inc/compose.yaml]\n", "p/inc/compose.yaml": pgCompose, "p/inc/.env": "->/dev/zero"}, []string{"p"}, "p/inc/.env resolves outside the project root"},
 		{"too large", map[string]string{"big.yaml": "# " + strings.Repeat("x", 9<<20) + "\n" + pgCompose}, []string{"big.yaml"}, "big.yaml is larger than 8 MiB"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -98,12 +99,13 @@ func TestInputsAreBounded(t *testing.T) {
 	}
 }
 
-// TestEnvFileFlagIsBounded gives --env-file a link to /dev/zero: it applies to every project.
+// TestEnvFileFlagIsBounded gives --env-file a link to /dev/zero: it applies to every project,
+// and is refused, outside the project root.
 func TestEnvFileFlagIsBounded(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"p/compose.yaml": pgCompose, "zero.env": "->/dev/zero"})
 	code, out := boundedDoctor(t, dir, "--env-file", "zero.env", "p")
-	if want := "zero.env is not a regular file (a character device)"; code != 2 || !strings.Contains(out, want) {
+	if want := "zero.env resolves outside the project root"; code != 2 || !strings.Contains(out, want) {
 		t.Errorf("exit %d, want 2 with %q:\n%s", code, want, out)
 	}
 }

@@ -391,7 +391,8 @@ func TestProfilesAndEnv(t *testing.T) {
 	})
 	t.Run("--env-file", func(t *testing.T) {
 		env := testutil.WriteFiles(t, map[string]string{"prod.env": "SHM_SIZE=4g\nMEM_LIMIT=8g\nHF_TOKEN=x\n"})
-		_, doc, _ := jsonRun(t, "", "--env-file", filepath.Join(env, "prod.env"), dir)
+		// the env file is outside the project's folder, which is no git repository: allowed
+		_, doc, _ := jsonRun(t, "", "--env-file", filepath.Join(env, "prod.env"), "--allow-outside", env, dir)
 		for _, s := range doc.Projects[0].Services {
 			if s.Name == "trainer" && (s.Shm.MemoryLimit == nil || *s.Shm.MemoryLimit != 8<<30) {
 				t.Errorf("--env-file not applied: %+v", s.Shm)
