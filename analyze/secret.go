@@ -74,22 +74,52 @@ func (s *Secrets) Interpolated(name, value string) {
 		value = value[:maxSecret]
 	}
 	quoted := strconv.Quote(value)
+	quoted = quoted[1 : len(quoted)-1]
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old, ok := s.vars[name]; !ok || len(value) > len(old) {
 		s.vars[name] = value
 	}
-	for _, v := range []string{value, quoted[1 : len(quoted)-1]} {
-		for i := 0; i+SecretRun <= len(v); i++ {
-			if strings.ContainsAny(v[i:i+SecretRun], "\n\r") {
-				continue
-			}
-			// The least name wins where two values share a run, whichever came first.
-			if g := gram([]byte(v[i : i+SecretRun])); s.grams[g] == "" || name < s.grams[g] {
-				s.grams[g] = name
-			}
+	s.register(name, value, nil)
+	s.register(name, quoted, escapeStarts(quoted))
+}
+
+// register adds the runs of v to the register under name: every run, or those that start
+// where at says (a run that starts inside an escape is no run of the value).
+func (s *Secrets) register(name, v string, at func(int) bool) {
+	for i := 0; i+SecretRun <= len(v); i++ {
+		if at != nil && !at(i) || strings.ContainsAny(v[i:i+SecretRun], "\n\r") {
+			continue
+		}
+		// The least name wins where two values share a run, whichever came first.
+		if g := gram([]byte(v[i : i+SecretRun])); s.grams[g] == "" || name < s.grams[g] {
+			s.grams[g] = name
 		}
 	}
+}
+
+// escapeStarts reports, of a Go-quoted text without its quotes, whether a byte starts a
+// character or an escape of it, rather than being inside one (the n of \n, the digits of
+// \u00e9).
+func escapeStarts(q string) func(int) bool {
+	starts := make([]bool, len(q)+1)
+	for i := 0; i < len(q); {
+		starts[i] = true
+		switch {
+		case q[i] != '\\' || i+1 == len(q):
+			_, n := utf8.DecodeRuneInString(q[i:])
+			i += n
+		case q[i+1] == 'x':
+			i += 4
+		case q[i+1] == 'u':
+			i += 6
+		case q[i+1] == 'U':
+			i += 10
+		default:
+			i += 2
+		}
+	}
+	return func(i int) bool { return starts[i] }
 }
 
 // Public registers the text of a file a project was read from (a compose file, a
@@ -170,12 +200,7 @@ func (s *Secrets) Scrub(b []byte) []byte {
 			}
 			end++
 		}
-		for start > done && !utf8.RuneStart(b[start]) {
-			start--
-		}
-		for end < len(b) && !utf8.RuneStart(b[end]) {
-			end++
-		}
+		start, end = whole(b, done, start, end)
 		if s.isPublic(b[start:end]) {
 			i = end
 			continue
@@ -183,8 +208,11 @@ func (s *Secrets) Scrub(b []byte) []byte {
 		if out == nil {
 			out = make([]byte, 0, len(b))
 		}
-		out = append(out, b[done:start]...)
-		out = append(out, "${"+name+"}"...)
+		ref := "${" + name + "}"
+		if start > done || !bytes.HasSuffix(out, []byte(ref)) { // one reference for adjacent runs
+			out = append(out, b[done:start]...)
+			out = append(out, ref...)
+		}
 		done, i = end, end
 	}
 	if out == nil {
@@ -192,6 +220,105 @@ func (s *Secrets) Scrub(b []byte) []byte {
 	}
 	return append(out, b[done:]...)
 }
+
+// whole widens the stretch b[start:end] that Scrub replaces to whole characters and whole
+// escapes, never below done: the reference it writes must leave a JSON string, an XML text
+// or a Go-quoted text as valid as it was, so the stretch takes in the backslash of an escape
+// it starts or ends inside (\n, \", \u00e9, \x1b) and the ampersand of an XML entity
+// (&#34;).
+func whole(b []byte, done, start, end int) (int, int) {
+	for moved := true; moved; {
+		moved = false
+		for start > done && !utf8.RuneStart(b[start]) {
+			start, moved = start-1, true
+		}
+		if i := escapeBefore(b[done:start]); i >= 0 {
+			start, moved = done+i, true
+		}
+		if i := bytes.LastIndexByte(b[done:start], '&'); i >= 0 && entityTail(b[done+i+1:start]) {
+			start, moved = done+i, true
+		}
+	}
+	for moved := true; moved; {
+		moved = false
+		for end < len(b) && !utf8.RuneStart(b[end]) {
+			end, moved = end+1, true
+		}
+		if i := escapeBefore(b[start:end]); i >= 0 && end < len(b) {
+			// the stretch ends inside an escape (\n, \u00e9, \x1b): take in the rest of it
+			size := 2
+			switch b[start+i+1] {
+			case 'u':
+				size = 6
+			case 'x':
+				size = 4
+			}
+			n := end
+			for n < len(b) && n < start+i+size && (n == start+i+1 || isHex(b[n])) {
+				n++
+			}
+			if n > end {
+				end, moved = n, true
+			}
+		}
+		if i := bytes.LastIndexByte(b[start:end], '&'); i >= 0 && entityTail(b[start+i+1:end]) {
+			if j := bytes.IndexByte(b[end:min(len(b), end+12)], ';'); j >= 0 {
+				end, moved = end+j+1, true
+			}
+		}
+	}
+	// A quote no backslash escapes delimits the string that holds the stretch (JSON, an XML
+	// attribute, Go's quoting): it stays, and the stretch is what it delimits.
+	if start < end && b[start] == '"' {
+		start++
+	}
+	if start < end && b[end-1] == '"' && !escaping(b[start:end-1]) {
+		end--
+	}
+	return start, end
+}
+
+// escaping reports whether b ends in a backslash that escapes what follows: an odd number
+// of them.
+func escaping(b []byte) bool {
+	n := 0
+	for n < len(b) && b[len(b)-1-n] == '\\' {
+		n++
+	}
+	return n%2 == 1
+}
+
+// escapeBefore is the index in b of the backslash of an escape b ends inside: one that
+// escapes the byte after b, or \u or \x with fewer hex digits than they take; -1 when none.
+func escapeBefore(b []byte) int {
+	if escaping(b) {
+		return len(b) - 1
+	}
+	digits := 0
+	for digits < 3 && digits < len(b) && isHex(b[len(b)-1-digits]) {
+		digits++
+	}
+	at := len(b) - digits - 1 // where the u or the x would be
+	if at >= 1 && (b[at] == 'u' || b[at] == 'x' && digits < 2) && escaping(b[:at]) {
+		return at - 1
+	}
+	return -1
+}
+
+// entityTail reports whether b, what follows an ampersand, is an XML entity not closed yet.
+func entityTail(b []byte) bool {
+	if len(b) > 10 {
+		return false
+	}
+	for i, c := range b {
+		if !(c == '#' && i == 0 || isHex(c) || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
 
 // ScrubString is Scrub for a string.
 func (s *Secrets) ScrubString(str string) string {

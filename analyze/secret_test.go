@@ -1,7 +1,11 @@
 package analyze
 
 import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -23,7 +27,7 @@ func TestScrub(t *testing.T) {
 		{`strconv.ParseFloat: parsing "1g` + token[:20] + `": invalid syntax`, `strconv.ParseFloat: parsing "1g${TOKEN}": invalid syntax`},
 		// compose lowercases a project name: the digits are the value's still
 		{"project " + strings.ToLower(token) + " (compose.yaml)", "project ghp_abcde${TOKEN}xyzqq (compose.yaml)"},
-		{token + token, "${TOKEN}${TOKEN}"},
+		{token + token, "${TOKEN}"},
 		// a run the project's files hold is their own text
 		{"service postgres: image postgres:16", "service postgres: image postgres:16"},
 		{"password postgres-hunter2-pass", "password ${PASSWORD}"},
@@ -78,6 +82,48 @@ func TestScrubLeavesNoRun(t *testing.T) {
 			for i := 0; i+SecretRun <= len(v); i++ {
 				if run := v[i : i+SecretRun]; !strings.ContainsAny(run, "\n\r") && strings.Contains(out, run) {
 					t.Fatalf("Scrub(%q)\n = %q\nholds %q of a value", b.String(), out, v[i:i+SecretRun])
+				}
+			}
+		}
+	}
+}
+
+// TestScrubKeepsSyntax scrubs reports that quote values in every way the formats escape
+// them (JSON, XML, Go's quoting as the text report's escapes are), values full of what
+// those formats escape: the scrubbed report is still valid, and holds no run of a value.
+func TestScrubKeepsSyntax(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	alphabet := []rune("ab0\\\"'&<>;#:/ \n\r\t\x1b\x07\u0085é\u2028xu")
+	for range 3000 {
+		var v strings.Builder
+		for range 8 + r.IntN(24) {
+			v.WriteRune(alphabet[r.IntN(len(alphabet))])
+		}
+		value := v.String()
+		s := NewSecrets()
+		s.Interpolated("V", value)
+		s.Interpolated("W", strconv.Quote(value)[1:9]) // a second value overlapping the first
+		part := value[r.IntN(len(value)/2):]
+		js, _ := json.Marshal(map[string]string{"m": "x" + part + value + "y"})
+		var xb bytes.Buffer
+		xml.EscapeText(&xb, []byte("x"+value+"y"))
+		xmlDoc := "<a b=\"" + xb.String() + "\">" + xb.String() + "</a>"
+		for _, c := range []struct {
+			name  string
+			in    []byte
+			valid func([]byte) bool
+		}{
+			{"json", js, json.Valid},
+			{"xml", []byte(xmlDoc), func(b []byte) bool { return xml.Unmarshal(b, new(any)) == nil }},
+			{"go", []byte(strconv.Quote("x" + value + "y")), func(b []byte) bool { _, err := strconv.Unquote(string(b)); return err == nil }},
+		} {
+			out := s.Scrub(c.in)
+			if c.valid(c.in) && !c.valid(out) {
+				t.Fatalf("%s: value %q: scrubbing\n%s\nmade it invalid:\n%s", c.name, value, c.in, out)
+			}
+			for i := 0; i+SecretRun <= len(value); i++ {
+				if run := value[i : i+SecretRun]; !strings.ContainsAny(run, "\n\r") && bytes.Contains(out, []byte(run)) {
+					t.Fatalf("%s: value %q: scrubbing\n%s\nleft %q:\n%s", c.name, value, c.in, run, out)
 				}
 			}
 		}

@@ -79,9 +79,11 @@ func CheckVisible(text string, own func(line string) bool) error {
 // CheckPatch is CheckVisible for a diff of the user's own files, which keeps their tabs.
 func CheckPatch(text string) error { return CheckVisible(strings.ReplaceAll(text, "\t", " "), nil) }
 
-// GitHubCommand accepts a line the github format writes: one annotation command whose
-// properties and message are escaped as the runner reads them.
-var GitHubCommand = regexp.MustCompile(`^::(error|warning|notice)( [a-z]+=[^,:\r\n]*(,[a-z]+=[^,:\r\n]*)*)?::[^\r\n]*$`).MatchString
+// GitHubCommand accepts a line the github format writes: an annotation command, error,
+// warning or notice, and nothing else. Its properties may have lost a stretch to the
+// secrets' scrubbing (${NAME}) where a value held the doctor's own words (" file=" and a
+// file's name): that breaks the annotation, and forges nothing.
+var GitHubCommand = regexp.MustCompile(`^::(error|warning|notice)( |::|\$\{)`).MatchString
 
 // CheckJSON fails b if it is not JSON, or if a string it holds fails CheckVisible: JSON
 // consumers read the same escapes as the text report's readers.
