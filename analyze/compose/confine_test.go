@@ -51,7 +51,7 @@ func TestOutsideIsNotRead(t *testing.T) {
 		{name: "include through a variable compose-go sets", files: map[string]string{"compose.yaml": "include:\n  - sub${COMPOSE_PROJECT_NAME}/shadow\n" + appService, "subp": "->../outside"},
 			at: "compose.yaml:2:5", says: []string{"an include resolves outside the project root"}, services: []string{"app"}},
 		{name: "strict env_file", files: map[string]string{"compose.yaml": appService + "    env_file: ../outside/creds.env\n"},
-			opts: func(o *Options, dir string) { o.StrictEnv = true }, at: "compose.yaml:4:15", says: []string{"env_file ../outside/creds.env resolves outside the project root"}, services: nil},
+			opts: func(o *Options, dir string) { o.StrictEnv = true }, at: "compose.yaml:4:15", says: []string{"env_file ../outside/creds.env resolves outside the project root"}, services: []string{"app"}},
 		{name: "extends", files: map[string]string{"compose.yaml": appService + "    extends:\n      file: ../outside/shadow\n      service: root\n"},
 			at: "compose.yaml:5:13", says: []string{"extends file ../outside/shadow", "outside the project root"}, services: []string{"app"}},
 		{name: "dotenv link", files: map[string]string{"compose.yaml": appService, ".env": "->../outside/creds.json"},

@@ -607,14 +607,20 @@ func (p *project) load(ctx context.Context, t target, opts Options) {
 	if opts.StrictEnv {
 		// compose-go reads the services' env files itself: only bounded regular files
 		// may reach it.
+		// One that is refused is reported at its entry and left out, and the rest of the
+		// project is still analysed.
 		for name, s := range proj.Services {
+			kept := s.EnvFiles[:0:0]
 			for _, f := range s.EnvFiles {
 				at, written := p.envFileEntry(name, f.Path)
 				if err := c.envFile(f.Path, proj.Environment, at, written); err != nil {
 					p.Errors = append(p.Errors, err)
-					return
+					continue
 				}
+				kept = append(kept, f)
 			}
+			s.EnvFiles = kept
+			proj.Services[name] = s
 		}
 		if proj, err = proj.WithServicesEnvironmentResolved(false); err != nil {
 			p.Errors = append(p.Errors, p.locate(err)...)
