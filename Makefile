@@ -10,7 +10,7 @@ LDFLAGS  := -s -w -X main.buildVersion=$(VERSION) -X main.buildCommit=$(COMMIT) 
 RELEASE_TARGETS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 AGENT_TARGETS   ?= linux/amd64 linux/arm64
 
-.PHONY: build demo test faults lab fuzz bench vet install install-plugin clean docs release image
+.PHONY: build demo test faults hostile lab fuzz bench vet install install-plugin clean docs release image
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/shmdoctor
@@ -50,7 +50,15 @@ FUZZMIN ?= 5s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./analyze/compose
 	$(GO) test -run '^$$' -fuzz '^FuzzResolve$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./analyze/compose
+	$(GO) test -run '^$$' -fuzz '^FuzzParseEnv$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./analyze/compose
 	$(GO) test -run '^$$' -fuzz '^FuzzDoctor$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./cmd/shmdoctor
+
+# The hostile-input suite: the built binary on what a stranger's pull request can hold
+# (secrets in every key, reads and writes outside the project, control characters and
+# workflow commands, expansion bombs in a memory cgroup); it prints the matrix. Root, and a
+# Docker Engine for the probed cases.
+hostile: build
+	SHMDOCTOR_BIN=$(abspath $(BIN)) $(GO) test -tags hostile -count=1 -v -timeout 40m ./internal/hostile
 
 # The truth lab: builds its Debian images where missing (mmdebstrap, docker import), runs the
 # real workloads of testdata/lab against the engine, prints the agreement table and writes
