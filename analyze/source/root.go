@@ -16,6 +16,9 @@ import (
 // project, else the folder given, and the folders a user adds on purpose (--allow-outside).
 type Root struct {
 	dirs []string // absolute, cleaned, symlinks resolved
+	// named are the same folders as the user names them, links kept (a checkout reached
+	// through the user's own alias -> real): the way to them is the user's to walk.
+	named []string
 }
 
 // NewRoot confines reads to the git repository holding dir (a .git folder or file found
@@ -29,6 +32,12 @@ func NewRoot(dir string, allow ...string) *Root {
 			d = top
 		}
 		r.dirs = append(r.dirs, d)
+		if abs, err := filepath.Abs(dir); err == nil && abs != d {
+			if top := GitTop(abs); top != "" {
+				abs = top
+			}
+			r.named = append(r.named, abs)
+		}
 	}
 	for _, a := range allow {
 		r.dirs = append(r.dirs, realDir(a))
@@ -46,6 +55,11 @@ func Union(roots ...*Root) *Root {
 		for _, d := range r.dirs {
 			if !slices.Contains(u.dirs, d) {
 				u.dirs = append(u.dirs, d)
+			}
+		}
+		for _, d := range r.named {
+			if !slices.Contains(u.named, d) {
+				u.named = append(u.named, d)
 			}
 		}
 	}
@@ -101,7 +115,7 @@ func (r *Root) Contains(real string) bool {
 // onTheWay reports a folder that is inside the root or above one of its folders: the only
 // places a resolution may look at.
 func (r *Root) onTheWay(p string) bool {
-	for _, d := range r.dirs {
+	for _, d := range append(slices.Clone(r.dirs), r.named...) {
 		if within(p, d) || within(d, p) {
 			return true
 		}

@@ -116,3 +116,29 @@ func TestReadChecksTheDescriptor(t *testing.T) {
 		t.Errorf("a file swapped after the check was read: %q, %v", b, err)
 	}
 }
+
+// TestRootThroughTheUsersLink: a checkout reached through a link of the user's own (alias ->
+// real), as the working folder names it, reads its files; a link inside it that leads out
+// is still refused.
+func TestRootThroughTheUsersLink(t *testing.T) {
+	base := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(base, "real", "proj", ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real", filepath.Join(base, "alias")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../../elsewhere", filepath.Join(base, "real", "proj", "out")); err != nil {
+		t.Fatal(err)
+	}
+	r := NewRoot(filepath.Join(base, "alias", "proj"))
+	if real, inside := r.Resolve(filepath.Join(base, "alias", "proj", "compose.yaml")); !inside || real != filepath.Join(base, "real", "proj", "compose.yaml") {
+		t.Errorf("the checkout's own file: %s, inside %v", real, inside)
+	}
+	if _, inside := r.Resolve(filepath.Join(base, "alias", "proj", "out", "x")); inside {
+		t.Error("a link out of the checkout was followed")
+	}
+	if _, inside := r.Resolve(filepath.Join(base, "alias", "other")); inside {
+		t.Error("a sibling of the checkout is inside its root")
+	}
+}
