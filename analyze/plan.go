@@ -92,7 +92,10 @@ type ShmPlan struct {
 	GPU       bool
 	GPUs      int
 	GPUVendor string
-	Profile   *Profile
+	// Profile is the program recognised in the container, nil when none; Use is what its
+	// parameters say of its /dev/shm use.
+	Profile *Profile
+	Use     *Use
 	// Need is the declared /dev/shm need in bytes, nil when none; NeedFrom says who declared it.
 	Need     *int64
 	NeedFrom string
@@ -144,19 +147,36 @@ func (p *ShmPlan) HostShared() bool {
 	return p.Source == SourceHost || (p.Mount != nil && (p.Mount.Type == SourceBind || p.Mount.Type == SourceHostPath) && p.Mount.Source == "/dev/shm")
 }
 
-// Workload reports whether the service uses shared memory: a known consumer, or one that
-// declares a need. A profile without a minimum (a GPU server that needs none) is not one.
-func (p *ShmPlan) Workload() bool { return p.Profile != nil && p.Profile.MinShm > 0 || p.Need != nil }
+// Workload reports whether the service uses shared memory: its parameters say its program
+// passes data through /dev/shm, or it declares a need.
+func (p *ShmPlan) Workload() bool { return p.Use.Uses() || p.Need != nil }
 
-// Target is what /dev/shm should hold: the declared need, else the profile's minimum, else 0.
+// Sized reports whether the doctor knows how much /dev/shm the service needs: a declared
+// need, or one its parameters give.
+func (p *ShmPlan) Sized() bool { return p.Need != nil || p.Use.Sized() }
+
+// Target is what /dev/shm should hold: the declared need, else the one its parameters give,
+// else 0 (not known).
 func (p *ShmPlan) Target() int64 {
 	switch {
 	case p.Need != nil:
 		return *p.Need
-	case p.Profile != nil:
-		return p.Profile.MinShm
+	case p.Use.Sized():
+		return p.Use.Need
 	}
 	return 0
+}
+
+// Severity is how grave a shortfall of the plan's /dev/shm is: an error below a declared
+// need, a warning where the workload crashes, info where it only slows down.
+func (p *ShmPlan) Severity() Severity {
+	switch {
+	case p.Need != nil:
+		return Error
+	case p.Use != nil && p.Use.Failure == Slows:
+		return Info
+	}
+	return Warning
 }
 
 // DependsOn returns the unset variables a key depends on, nil when none.

@@ -4,24 +4,24 @@ import (
 	"path"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 )
 
-// Profile is a known shared-memory consumer and what it needs from /dev/shm.
+// Profile is a program the doctor recognises by its image or command, and how it reads the
+// parameters that decide its /dev/shm use. A profile names the program; it sets no size:
+// the size comes from the parameters (see Use), or it is not known.
 type Profile struct {
-	ID   string // short kebab id: "pytorch", "vllm", "tgi", "triton", "sglang", "ray", "nim", "ngc", "chromium", "postgres", "multi-gpu", "ollama", ...
+	ID   string // short kebab id: "pytorch", "vllm", "tgi", "triton", "sglang", "ray", "nim", "ngc", "chromium", "postgres", "ollama", ...
 	Name string // human name: "PyTorch", "vLLM", ...
-	// MinShm is the recommended minimum /dev/shm in bytes. 0 marks a GPU server whose vendor
-	// runs it on Docker's default /dev/shm: it is no shared-memory workload, and its GPUs are
-	// no evidence of one.
-	MinShm int64
-	Source string // the publication: "vLLM documentation: Using Docker"
-	URL    string // the public page that states it
-	Note   string // one or two sentences: what the source says, lowercase start not required
-	// GPUWorkload is true when the consumer is a GPU/PyTorch-style workload that also wants
-	// NVIDIA's memlock=-1 and stack=67108864 ulimits.
+	// Note says why the program does or does not pass data through /dev/shm, with Source
+	// and URL, the public page that says so.
+	Note, Source, URL string
+	// GPUWorkload is true when the program is a GPU/PyTorch-style workload that also wants
+	// NVIDIA's memlock=-1 and stack=67108864 ulimits when it runs on a GPU.
 	GPUWorkload bool
+	// NoShm is true for a GPU server that passes nothing through /dev/shm however many GPUs
+	// it is given: its vendor starts it on Docker's default.
+	NoShm bool
 
 	// images are globs (path.Match) over whole "/"-separated segments of the image
 	// reference, lowercased and without tag or digest. A glob whose first segment is a
@@ -36,129 +36,103 @@ type Profile struct {
 	// so "torchrun" takes "/usr/local/bin/torchrun". Python modules are written as
 	// "-m module" so every interpreter spelling and flag order (python3 -u -m ...) counts.
 	commands []string
+	// read works out the use from the container's parameters.
+	read func(s Signals, inv Invocation, u *Use)
 }
 
 // AllGPUs is the GPU count of a request for every GPU of the host (count: all, gpus: all).
 const AllGPUs = -1
 
-// Signals are the facts about one container that identify its workload.
+// Signals are the facts about one container that identify its workload and its parameters.
 type Signals struct {
 	Image   string   // as written, e.g. "nvcr.io/nvidia/pytorch:24.01-py3", "vllm/vllm-openai:latest", "${REGISTRY}/x" (may be empty)
 	Command []string // entrypoint words followed by command words (may be empty)
-	// GPUs is the number of GPUs the container requests (decided elsewhere): 0 for none,
-	// AllGPUs for all of them, 1 when a GPU is requested without a count that says more.
+	// Env is the container's environment as the engine will set it.
+	Env map[string]string
+	// GPUs is the number of GPUs the container's processes see: 0 for none, AllGPUs for all
+	// of them.
 	GPUs int
-	// Replicas is the number of pods of a distributed training job (PyTorchJob, MPIJob), 0
-	// when the container is not part of one.
-	Replicas int
+	// MemLimit is the container's memory limit in bytes, 0 when none is set.
+	MemLimit int64
+	// Build is what the Dockerfile the service builds says, nil when it builds none or the
+	// file could not be read.
+	Build *Dockerfile
 }
 
-// profiles is ordered most specific first because DetectProfile takes the first match: a
-// serving stack started from a PyTorch or NGC image is judged by the stack's needs, and the
-// pattern-less "multi-gpu" entry only ever comes from the evidence of several GPUs.
+// profiles is ordered most specific first because the first match wins: a serving stack
+// started from a PyTorch or NGC image is judged by the stack's parameters.
 var profiles = []Profile{
 	{
-		ID:     "vllm",
-		Name:   "vLLM",
-		MinShm: 2 << 30,
-		Source: "vLLM documentation: Using Docker",
-		URL:    "https://docs.vllm.ai/en/stable/deployment/docker/",
-		Note: "vLLM says to run its image with --ipc=host or --shm-size because it uses PyTorch, which shares data " +
-			"between processes through shared memory, particularly for tensor parallel inference. The page names no size; " +
-			"2 GiB is the memory-backed /dev/shm volume (sizeLimit 2Gi) in vLLM's own Kubernetes guide.",
-		GPUWorkload: true,
-		images:      []string{"vllm/vllm-*", "vllm-openai*", "rocm/vllm*", "nvcr.io/nvidia/vllm"},
-		commands:    []string{"vllm serve", "-m vllm.entrypoints.*"},
+		ID: "vllm", Name: "vLLM", GPUWorkload: true,
+		Source: "vLLM documentation: Using Docker", URL: "https://docs.vllm.ai/en/stable/deployment/docker/",
+		Note: "vLLM passes data between its processes through shared memory, \"particularly for tensor parallel inference\".",
+		images:   []string{"vllm/vllm-*", "vllm-openai*", "rocm/vllm*", "nvcr.io/nvidia/vllm"},
+		commands: []string{"vllm serve", "-m vllm.entrypoints.*", "-m fastchat.serve.vllm_worker"},
+		read:     readVLLM,
 	},
 	{
-		ID:     "sglang",
-		Name:   "SGLang",
-		MinShm: 32 << 30,
-		Source: "SGLang documentation: Installation (Docker)",
-		URL:    "https://docs.sglang.io/docs/get-started/install",
-		Note: "SGLang's Docker instructions start lmsysorg/sglang with --shm-size 32g and --ipc=host, and its " +
-			"docker/compose.yaml also sets the memlock=-1 and stack=67108864 ulimits.",
-		GPUWorkload: true,
-		images:      []string{"sglang"},
-		commands:    []string{"sglang serve", "-m sglang.launch_server"},
+		ID: "sglang", Name: "SGLang", GPUWorkload: true,
+		Source: "SGLang documentation: Installation (Docker)", URL: "https://docs.sglang.io/docs/get-started/install",
+		Note:     "SGLang runs one process per tensor-parallel rank, and its ranks talk through NCCL.",
+		images:   []string{"sglang"},
+		commands: []string{"sglang serve", "-m sglang.launch_server"},
+		read:     readSGLang,
 	},
 	{
-		ID:     "tgi",
-		Name:   "Hugging Face TGI",
-		MinShm: 1 << 30,
+		ID: "tgi", Name: "Hugging Face TGI", GPUWorkload: true,
 		Source: "Hugging Face text-generation-inference README: A note on Shared Memory (shm)",
 		URL:    "https://github.com/huggingface/text-generation-inference#a-note-on-shared-memory-shm",
-		Note: "TGI shards models with NCCL, which may fall back to host shared memory when NVLink or PCI peer-to-peer " +
-			"is not possible; the README adds --shm-size 1g (or a 1Gi memory emptyDir on /dev/shm in Kubernetes) " +
-			"\"to allow the container to use 1G of Shared Memory\".",
-		GPUWorkload: true,
-		images:      []string{"text-generation-inference", "huggingface/tgi-*", "huggingface-pytorch-tgi-inference"},
-		commands:    []string{"text-generation-launcher"},
+		Note: "TGI shards a model over its GPUs with NCCL, which may fall back to host shared memory when NVLink or " +
+			"PCI peer-to-peer is not possible.",
+		images:   []string{"text-generation-inference", "huggingface/tgi-*", "huggingface-pytorch-tgi-inference"},
+		commands: []string{"text-generation-launcher"},
+		read:     readTGI,
 	},
 	{
-		ID:     "triton",
-		Name:   "NVIDIA Triton Inference Server",
-		MinShm: 1 << 30,
-		Source: "NVIDIA TensorRT Inference Server (now Triton) release notes: Running the TensorRT inference server",
-		URL:    "https://docs.nvidia.com/deeplearning/sdk/inference-server-archived/tensorrt_inference_server_180/inference-release-notes/running.html",
-		Note: "NVIDIA launches the server with --shm-size=1g --ulimit memlock=-1 --ulimit stack=67108864 and says " +
-			"\"for --shm-size the minimum recommended size is 1g but larger sizes may be necessary depending on the " +
-			"number and size of models being served\".",
-		GPUWorkload: true,
-		images:      []string{"tritonserver"},
-		commands:    []string{"tritonserver"},
+		ID: "triton", Name: "NVIDIA Triton Inference Server", GPUWorkload: true,
+		Source: "Triton Inference Server: Python backend, managing shared memory",
+		URL:    "https://github.com/triton-inference-server/python_backend#managing-shared-memory",
+		Note:   "Triton's Python backend passes every request and response of a Python model through /dev/shm.",
+		images:   []string{"tritonserver"},
+		commands: []string{"tritonserver"},
+		read:     readTriton,
 	},
 	{
-		ID:     "nim",
-		Name:   "NVIDIA NIM",
-		MinShm: 16 << 30,
+		ID: "nim", Name: "NVIDIA NIM", GPUWorkload: true,
 		Source: "NVIDIA NIM for LLMs documentation: Getting Started",
 		URL:    "https://docs.nvidia.com/nim/large-language-models/1.8.0/getting-started.html",
-		Note: "NIM's memory guidance lists \"16 GB of shared memory is required by docker in multi-GPU, non-NVLink " +
-			"cases\", and its docker run examples pass --shm-size=16GB.",
-		GPUWorkload: true,
-		images:      []string{"nvcr.io/nim"},
+		Note: "A NIM splits a model over several GPUs with NCCL; NVIDIA says shared memory is needed \"in " +
+			"multi-GPU, non-NVLink cases\".",
+		images: []string{"nvcr.io/nim"},
+		read:   readNIM,
 	},
 	{
-		ID:     "ray",
-		Name:   "Ray",
-		MinShm: 2 << 30,
-		Source: "Ray documentation: Installing Ray (Launch Ray in Docker)",
-		URL:    "https://docs.ray.io/en/latest/ray-overview/installation.html",
-		Note: "Ray keeps each node's object store in shared memory and suggests --shm-size of \"roughly 30% of your " +
-			"available memory\" (examples: 512M or 2G). Host RAM is unknown to a static check, so the larger example, " +
-			"2 GiB, is the floor; size real clusters to 30% of node memory.",
+		ID: "ray", Name: "Ray", Source: "Ray documentation: Installing Ray (Launch Ray in Docker)",
+		URL:      "https://docs.ray.io/en/latest/ray-overview/installation.html",
+		Note:     "A Ray node keeps its object store in /dev/shm.",
 		images:   []string{"rayproject/ray*", "anyscale/ray*"},
 		commands: []string{"ray start"},
+		read:     readRay,
 	},
 	{
-		ID:     "pytorch",
-		Name:   "PyTorch",
-		MinShm: 1 << 30,
-		Source: "PyTorch README: Using pre-built images",
-		URL:    "https://github.com/pytorch/pytorch#using-pre-built-images",
-		Note: "PyTorch shares data between processes through shared memory, so with torch multiprocessing (e.g. " +
-			"DataLoader workers) \"the default shared memory segment size that container runs with is not enough\". " +
-			"The README names no size; 1 GiB follows NVIDIA's --shm-size=1g for its PyTorch containers, and many " +
-			"workers or large batches need more.",
-		GPUWorkload: true,
-		images:      []string{"pytorch/pytorch", "rocm/pytorch*", "bitnami/pytorch", "nvcr.io/nvidia/pytorch"},
+		ID: "pytorch", Name: "PyTorch", GPUWorkload: true,
+		Source: "PyTorch README: Using pre-built images", URL: "https://github.com/pytorch/pytorch#using-pre-built-images",
+		Note: "PyTorch passes tensors between processes (DataLoader workers, multiprocessing) through shared memory, " +
+			"and its ranks talk through NCCL on GPUs.",
+		images: []string{"pytorch/pytorch", "rocm/pytorch*", "bitnami/pytorch", "nvcr.io/nvidia/pytorch"},
 		commands: []string{
 			"torchrun", "accelerate launch", "deepspeed",
 			"-m torch.distributed.run", "-m torch.distributed.launch",
 			"-m accelerate.commands.launch", "-m deepspeed.launcher.*",
+			"mpirun", "mpiexec", "horovodrun",
 		},
+		read: readTorch,
 	},
 	{
-		ID:     "ngc",
-		Name:   "NVIDIA NGC container",
-		MinShm: 1 << 30,
+		ID: "ngc", Name: "NVIDIA NGC container", GPUWorkload: true,
 		Source: "NVIDIA NCCL User Guide: Troubleshooting, Runtime and MPI issues",
 		URL:    "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting/runtime_and_mpi_issues.html",
-		Note: "NVIDIA advises --shm-size=1g --ulimit memlock=-1 because \"Docker containers default to limited shared " +
-			"and pinned memory resources\", and NGC framework containers warn at start-up that the 64MB default " +
-			"\"may be insufficient\", recommending --ulimit memlock=-1 --ulimit stack=67108864.",
-		GPUWorkload: true,
+		Note:   "NGC's framework containers run PyTorch, TensorFlow or JAX, whose ranks talk through NCCL.",
 		// Only the deep-learning framework images: nvcr.io/nvidia also hosts GPU-operator,
 		// device-plugin and DCGM images, which never touch /dev/shm.
 		images: []string{
@@ -167,15 +141,13 @@ var profiles = []Profile{
 			"nvcr.io/nvidia/dgl", "nvcr.io/nvidia/pyg", "nvcr.io/nvidia/modulus", "nvcr.io/nvidia/merlin",
 			"nvcr.io/nvidia/rapidsai", "nvcr.io/nvidia/cuda-dl-base", "nvcr.io/nvidia/deepstream",
 		},
+		read: readTorch,
 	},
 	{
-		ID:     "chromium",
-		Name:   "Chromium / Selenium browser",
-		MinShm: 2 << 30,
-		Source: "SeleniumHQ docker-selenium README: Quick start",
-		URL:    "https://github.com/SeleniumHQ/docker-selenium#quick-start",
-		Note: "\"When executing docker run for an image that contains a browser please use the flag --shm-size=2g to " +
-			"use the host's shared memory\"; Chromium keeps renderer buffers in /dev/shm and crashes tabs when it fills.",
+		ID: "chromium", Name: "Chromium", Source: "SeleniumHQ docker-selenium README: Quick start",
+		URL: "https://github.com/SeleniumHQ/docker-selenium#quick-start",
+		Note: "Chromium kept the buffers its processes share in /dev/shm until it moved them to memfd; " +
+			"--disable-dev-shm-usage moves them to /tmp.",
 		images: []string{
 			// Only the images that run a browser: selenium/hub, router, distributor,
 			// node-docker and standalone-docker (which starts browser containers through the
@@ -188,43 +160,32 @@ var profiles = []Profile{
 			"puppeteer", "playwright", "playwright/*",
 		},
 		commands: []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "playwright test"},
+		read:     readChromium,
 	},
 	{
-		ID:     "postgres",
-		Name:   "PostgreSQL",
-		MinShm: 256 << 20,
-		Source: "Docker Official Images: postgres",
-		URL:    "https://hub.docker.com/_/postgres",
-		Note: "PostgreSQL allocates dynamic shared memory in /dev/shm (parallel query workers among others) and fails " +
-			"with \"could not resize shared memory segment\" when it is full; the image's compose example sets " +
-			"shm_size: 128mb. The truth lab (docs/lab.md) ran Debian's PostgreSQL 15.20: a parallel hash join of two " +
-			"3-million-row tables (4 workers per gather, work_mem 256MB) peaked at 156.6 MiB and failed at 128m, " +
-			"2 million rows peaked at 108.6 MiB; the shared hash table grows by about 52 MiB per million rows, so " +
-			"256 MiB is the floor and larger joins need a declared need.",
+		ID: "postgres", Name: "PostgreSQL", Source: "PostgreSQL documentation: dynamic_shared_memory_type",
+		URL:  "https://www.postgresql.org/docs/current/runtime-config-resource.html#GUC-DYNAMIC-SHARED-MEMORY-TYPE",
+		Note: "PostgreSQL keeps dynamic shared memory (parallel query among others) in /dev/shm.",
 		// No command patterns: "postgres" is as often a hostname argument of the app that
 		// talks to the database as it is the server binary.
 		images: []string{
 			"postgres", "postgresql", "postgresql-[0-9]*", "pgvector", "postgis",
 			"timescaledb", "timescaledb-ha", "crunchy-postgres", "crunchy-postgres-gis",
 		},
+		read: readPostgres,
 	},
 	// The GPU servers below run one process that passes nothing through /dev/shm: their
 	// vendors start them on Docker's default /dev/shm however many GPUs they are given, so
 	// neither their GPUs nor a bare GPU request make them a shared-memory workload.
 	{
-		ID:     "ollama",
-		Name:   "Ollama",
-		Source: "Ollama documentation: Docker",
-		URL:    "https://docs.ollama.com/docker",
-		Note: "Ollama's instructions start ollama/ollama with --gpus=all (NVIDIA) and ollama/ollama:rocm with " +
-			"--device /dev/kfd --device /dev/dri (AMD), and neither with --shm-size nor --ipc=host: one server " +
-			"process runs the models and splits them across GPUs itself.",
+		ID: "ollama", Name: "Ollama", NoShm: true, Source: "Ollama documentation: Docker", URL: "https://docs.ollama.com/docker",
+		Note: "Ollama's instructions start ollama/ollama with --gpus=all and neither --shm-size nor --ipc=host: one " +
+			"server process runs the models and splits them across GPUs itself.",
 		images:   []string{"ollama"},
 		commands: []string{"ollama serve"},
 	},
 	{
-		ID:     "tei",
-		Name:   "Hugging Face Text Embeddings Inference",
+		ID: "tei", Name: "Hugging Face Text Embeddings Inference", NoShm: true,
 		Source: "Hugging Face Text Embeddings Inference documentation: Quick Tour",
 		URL:    "https://huggingface.co/docs/text-embeddings-inference/quick_tour",
 		Note: "The quick tour starts ghcr.io/huggingface/text-embeddings-inference with --gpus all and no " +
@@ -233,41 +194,23 @@ var profiles = []Profile{
 		commands: []string{"text-embeddings-router"},
 	},
 	{
-		ID:     "milvus",
-		Name:   "Milvus",
+		ID: "milvus", Name: "Milvus", NoShm: true,
 		Source: "Milvus documentation: Run Milvus with GPU Support Using Docker Compose",
 		URL:    "https://milvus.io/docs/install_standalone-docker-compose-gpu.md",
-		Note: "Milvus's own GPU compose file (milvus-standalone-docker-compose-gpu.yml) reserves the GPU for " +
-			"milvusdb/milvus:*-gpu and sets no shm_size: the GPU indexes run inside the one Milvus process.",
+		Note: "Milvus's own GPU compose file reserves the GPU for milvusdb/milvus:*-gpu and sets no shm_size: the " +
+			"GPU indexes run inside the one Milvus process.",
 		images: []string{"milvusdb/milvus"},
 	},
 	{
-		ID:     "tensorboard",
-		Name:   "TensorBoard",
-		Source: "TensorBoard README",
-		URL:    "https://github.com/tensorflow/tensorboard",
+		ID: "tensorboard", Name: "TensorBoard", NoShm: true, Source: "TensorBoard README", URL: "https://github.com/tensorflow/tensorboard",
 		Note: "TensorBoard is a web application that reads the event files of training runs; it computes nothing " +
-			"on a GPU and shares no memory between processes, so a GPU reservation on it changes nothing.",
+			"on a GPU and shares no memory between processes.",
 		images:   []string{"tensorboard"},
 		commands: []string{"tensorboard", "-m tensorboard.main"},
 	},
-	{
-		ID:     "multi-gpu",
-		Name:   "NCCL across several GPUs",
-		MinShm: 1 << 30,
-		Source: "NVIDIA NCCL User Guide: Troubleshooting, Runtime and MPI issues",
-		URL:    "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting/runtime_and_mpi_issues.html",
-		Note: "NCCL keeps the buffers of GPUs that talk through host memory in /dev/shm and fails to initialize when " +
-			"they do not fit, and NVIDIA's container guidance is --shm-size=1g --ulimit memlock=-1. The evidence is " +
-			"several GPUs in one container (a count above 1 or all, device IDs, nvidia.com/gpu above 1), several " +
-			"GPU processes stated in the command (--tensor-parallel-size, --nproc_per_node, --num-shard above 1), " +
-			"a PyTorchJob or MPIJob of several replicas on GPUs, or an MPI launcher (mpirun, mpiexec, horovodrun) on a GPU. " +
-			"One GPU alone is no evidence.",
-		GPUWorkload: true,
-	},
 }
 
-// Profiles returns the profile table, in a fixed order (most specific first, "multi-gpu" last).
+// Profiles returns the profile table, in a fixed order (most specific first).
 func Profiles() []Profile {
 	return slices.Clone(profiles)
 }
@@ -280,73 +223,6 @@ func ProfileByID(id string) *Profile {
 		}
 	}
 	return nil
-}
-
-// DetectProfile returns the most specific profile whose image or command patterns match.
-// Without one, it reads the evidence a GPU service states plainly: several GPUs or GPU
-// processes ("multi-gpu"), or DataLoader workers on a GPU ("pytorch"). A GPU alone is no
-// evidence: the result is nil.
-func DetectProfile(s Signals) *Profile {
-	img := ParseProfileImage(s.Image)
-	words := profileCommandWords(s.Command)
-	for _, p := range profiles {
-		if p.matchesImage(img) || p.matchesCommand(words) {
-			return &p
-		}
-	}
-	gpu := s.GPUs != 0
-	switch {
-	case s.GPUs > 1 || s.GPUs == AllGPUs, flagValue(words, parallelFlags) > 1,
-		gpu && (s.Replicas > 1 || mpiLaunchers.matchesCommand(words)):
-		return ProfileByID("multi-gpu")
-	case gpu && flagValue(words, workerFlags) > 0 && !slices.ContainsFunc(words, isWebServer):
-		return ProfileByID("pytorch")
-	}
-	return nil
-}
-
-// mpiLaunchers start one process per GPU. They are evidence on a GPU only: an MPIJob's
-// launcher pod runs mpirun without one, and its workers do the work.
-var mpiLaunchers = Profile{commands: []string{"mpirun", "mpiexec", "horovodrun"}}
-
-// parallelFlags state how many GPU processes a command starts: vLLM, SGLang and FastChat
-// tensor and pipeline parallelism, torchrun and accelerate processes, DeepSpeed and Ray
-// Serve GPUs, TGI shards.
-var parallelFlags = []string{
-	"tensor-parallel-size", "tensor_parallel_size", "pipeline-parallel-size", "pipeline_parallel_size",
-	"tp-size", "tp_size", "nproc_per_node", "nproc-per-node", "num_processes", "num-processes",
-	"num_gpus", "num-gpus", "num-shard", "num_shard",
-}
-
-// workerFlags set the PyTorch DataLoader workers of a training or inference script.
-var workerFlags = []string{"workers", "num_workers", "num-workers", "dataloader_num_workers", "dataloader-num-workers"}
-
-// isWebServer tells the servers whose --workers are web workers, not DataLoader workers.
-func isWebServer(word string) bool {
-	switch path.Base(word) {
-	case "uvicorn", "gunicorn", "hypercorn", "granian", "daphne", "celery":
-		return true
-	}
-	return false
-}
-
-// flagValue returns the largest whole number given to any of the flags, as "--flag N" or
-// "--flag=N", and 0 when none is.
-func flagValue(words, flags []string) int {
-	best := 0
-	for i, w := range words {
-		name, value, hasValue := strings.Cut(strings.TrimLeft(w, "-"), "=")
-		if !strings.HasPrefix(w, "--") || !slices.Contains(flags, name) {
-			continue
-		}
-		if !hasValue && i+1 < len(words) {
-			value = words[i+1]
-		}
-		if n, err := strconv.Atoi(value); err == nil && n > best {
-			best = n
-		}
-	}
-	return best
 }
 
 func (p *Profile) matchesImage(img ProfileImage) bool {

@@ -1,7 +1,8 @@
 package analyze
 
-// recommend is the shm_size to suggest for a plan: its target rounded up to a size people
-// write, never below what the profile asks.
+// RecommendedSize is the shm_size to suggest for a plan: its target rounded up to a size
+// people write; 1 GiB, NVIDIA's --shm-size=1g for its containers, where no need is known and
+// a rule must still name a size (only rules whose point is not the need do).
 func RecommendedSize(p *ShmPlan) int64 {
 	n := p.Target()
 	if n <= 0 {
@@ -32,16 +33,20 @@ func Friendly(n int64) int64 {
 	return f
 }
 
-// NeedBasis names what a recommendation rests on: the declared need or the profile's source.
+// NeedBasis names what a recommendation rests on: the declared need, or the workload's
+// formula with its sources and the parameters it was read from.
 func NeedBasis(p *ShmPlan) string {
 	switch {
 	case p.Need != nil:
 		return "the declared need (" + p.NeedFrom + ") is " + FormatSize(*p.Need)
-	case p.Profile != nil:
-		return p.Profile.Name + " needs at least " + FormatSize(p.Profile.MinShm) + " (" + p.Profile.Source + ")"
+	case p.Use != nil:
+		return p.Use.Describe()
 	}
 	return ""
 }
+
+// MeasureAdvice is what to do where the need is not known: learn it.
+const MeasureAdvice = "measure the peak with shmdoctor watch and declare it with x-shmdoctor.need"
 
 // ExceedsLimit is SHM012's condition: a /dev/shm of size bytes at or above the memory limit.
 // watch applies it to the sizes it recommends.

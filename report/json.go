@@ -89,6 +89,7 @@ type jsonShm struct {
 	PredictedBytes   *int64               `json:"predicted_bytes"`
 	MemoryLimitBytes *int64               `json:"memory_limit_bytes"`
 	Profile          *string              `json:"profile"`
+	Workload         *jsonWorkload        `json:"workload,omitempty"`
 	NeedBytes        *int64               `json:"need_bytes"`
 	NeedFrom         string               `json:"need_from,omitempty"`
 	Mount            *jsonMount           `json:"mount,omitempty"`
@@ -168,6 +169,24 @@ func JSON(w io.Writer, r *Report, o Options) error {
 	return encodeJSON(w, out, "  ")
 }
 
+// jsonWorkload is what the workload's parameters say of its /dev/shm use.
+type jsonWorkload struct {
+	Name      string       `json:"name"`
+	Uses      bool         `json:"uses_shm"`
+	NeedBytes *int64       `json:"need_bytes,omitempty"`
+	Formula   string       `json:"formula,omitempty"`
+	Unknown   string       `json:"unknown,omitempty"`
+	Why       string       `json:"why,omitempty"`
+	Failure   string       `json:"failure,omitempty"`
+	Evidence  []string     `json:"evidence,omitempty"`
+	Sources   []jsonSource `json:"sources,omitempty"`
+}
+
+type jsonSource struct {
+	Name string `json:"name"`
+	URL  string `json:"url"`
+}
+
 func shmJSON(p *analyze.ShmPlan) jsonShm {
 	s := jsonShm{
 		Source: p.Source, IPC: p.Shown(p.IPC), Donor: p.Shown(p.Donor), Via: shownAll(p, p.Via),
@@ -176,6 +195,23 @@ func shmJSON(p *analyze.ShmPlan) jsonShm {
 	}
 	if p.Profile != nil {
 		s.Profile = &p.Profile.ID
+	}
+	if u := p.Use; u != nil {
+		w := &jsonWorkload{Name: u.Workload, Uses: u.Uses(), Formula: p.Shown(u.Formula), Unknown: p.Shown(u.Unknown), Why: p.Shown(u.Why)}
+		if u.Sized() {
+			w.NeedBytes = &u.Need
+			w.Failure = "crash"
+			if u.Failure == analyze.Slows {
+				w.Failure = "slower"
+			}
+		}
+		for _, e := range u.Evidence {
+			w.Evidence = append(w.Evidence, p.Shown(e))
+		}
+		for _, src := range u.Sources {
+			w.Sources = append(w.Sources, jsonSource{Name: src.Name, URL: src.URL})
+		}
+		s.Workload = w
 	}
 	if p.Mount != nil {
 		s.Mount = &jsonMount{Type: p.Mount.Type, Source: p.Shown(p.Mount.Source), SizeBytes: p.Mount.Size, ReadOnly: p.Mount.ReadOnly}

@@ -335,6 +335,10 @@ func profile(p *analyze.ShmPlan) string {
 	switch {
 	case p.Profile != nil && p.Need != nil:
 		return p.Profile.ID + ", need " + analyze.FormatSize(*p.Need)
+	case p.Use.Sized():
+		return p.Profile.ID + " " + analyze.FormatSize(p.Use.Need)
+	case p.Use.Uses():
+		return p.Profile.ID + " ?"
 	case p.Profile != nil:
 		return p.Profile.ID
 	case p.Need != nil:
@@ -424,10 +428,12 @@ func derivation(p *analyze.ShmPlan) string {
 	}
 	fmt.Fprintf(&b, ", shm_size %s, predicted %s, memory limit %s", configured(p), predicted(p), limit(p))
 	switch {
-	case p.Profile != nil && p.Profile.MinShm == 0:
-		fmt.Fprintf(&b, ", profile %s (no minimum)", p.Profile.ID)
+	case p.Use.Sized():
+		fmt.Fprintf(&b, ", profile %s (needs %s)", p.Profile.ID, analyze.FormatSize(p.Use.Need))
+	case p.Use.Uses():
+		fmt.Fprintf(&b, ", profile %s (uses /dev/shm, size not known)", p.Profile.ID)
 	case p.Profile != nil:
-		fmt.Fprintf(&b, ", profile %s (min %s)", p.Profile.ID, analyze.FormatSize(p.Profile.MinShm))
+		fmt.Fprintf(&b, ", profile %s (no need beyond the default)", p.Profile.ID)
 	}
 	if p.Need != nil {
 		fmt.Fprintf(&b, ", need %s from %s", analyze.FormatSize(*p.Need), p.NeedFrom)

@@ -483,6 +483,8 @@ type project struct {
 	root *source.Root
 	// guard answers compose-go's loads of include and extends files.
 	guard *guard
+	// src reads files confined to root: the Dockerfiles services build.
+	src *source.Sources
 }
 
 func (p *project) load(ctx context.Context, t target, opts Options) {
@@ -500,6 +502,7 @@ func (p *project) load(ctx context.Context, t target, opts Options) {
 	c := newConfiner(opts.src.Within(t.root))
 	defer c.stand.Close()
 	p.root, p.guard = c.root, &c.g
+	p.src = opts.src.Within(c.root)
 	for _, f := range append(slices.Clone(t.files), opts.EnvFiles...) {
 		if f != "-" {
 			c.explicit[abs(f)] = true

@@ -58,7 +58,20 @@ func (p *project) plan(s *types.ServiceConfig) *analyze.ShmPlan {
 	p.memory(plan, s)
 	plan.Memlock, plan.Stack = ulimit(s.Ulimits["memlock"]), ulimit(s.Ulimits["stack"])
 	p.gpus(plan, s)
-	plan.Profile = analyze.DetectProfile(analyze.Signals{Image: s.Image, Command: append(append([]string{}, s.Entrypoint...), s.Command...), GPUs: plan.GPUs})
+	env := map[string]string{}
+	for k, v := range s.Environment {
+		if v != nil {
+			env[k] = *v
+		}
+	}
+	var limit int64
+	if plan.MemLimit != nil {
+		limit = *plan.MemLimit
+	}
+	plan.Profile, plan.Use = analyze.ReadWorkload(analyze.Signals{
+		Image: s.Image, Command: append(append([]string{}, s.Entrypoint...), s.Command...),
+		Env: env, GPUs: plan.GPUs, MemLimit: limit, Build: p.dockerfile(s),
+	})
 	p.intent(plan, s)
 
 	switch {

@@ -512,7 +512,14 @@ func (r *k8sResolver) plans(obj k8sObject, group, pod string, spec *yaml.Node, c
 			plan.Notes = append(plan.Notes, fmt.Sprintf("Volcano's ray plugin runs %s here and mounts no volume at /dev/shm", strings.Join(n.command[2:], " ")))
 		}
 		command = append(command, source.Scalars0(source.Get(c.node, "args"))...)
-		plan.Profile = analyze.DetectProfile(analyze.Signals{Image: source.Scalar(source.Get(c.node, "image")), Command: command, GPUs: plan.GPUs, Replicas: obj.replicas})
+		var limit int64
+		if plan.MemLimit != nil {
+			limit = *plan.MemLimit
+		}
+		plan.Profile, plan.Use = analyze.ReadWorkload(analyze.Signals{
+			Image: source.Scalar(source.Get(c.node, "image")), Command: command,
+			Env: containerEnv(c.node), GPUs: plan.GPUs, MemLimit: limit,
+		})
 		if need != nil {
 			plan.Need, plan.NeedFrom = analyze.Ptr(*need), needFrom
 		}
@@ -524,7 +531,7 @@ func (r *k8sResolver) plans(obj k8sObject, group, pod string, spec *yaml.Node, c
 			r.kuberay(plan, g, c.node, volumes)
 		}
 		if r.raySubmitters[spec] && plan.Profile != nil && plan.Profile.ID == "ray" {
-			plan.Profile = nil
+			plan.Profile, plan.Use = nil, nil
 			plan.Notes = append(plan.Notes, "a RayJob submitter is a client of the Ray cluster (ray job submit), not a Ray node")
 		}
 		r.predict(plan)
@@ -839,4 +846,26 @@ func (p *manifest) scope(s *analyze.Suppressor) {
 			s.Owner = plan.K8s.Pod // a pod-wide key: the line is the pod's
 		}
 	}
+}
+
+// containerEnv is a container's env list as the variables a workload reads: a value from
+// valueFrom, or one that refers to another with $(NAME), is not known to the doctor.
+func containerEnv(container *yaml.Node) map[string]string {
+	env := map[string]string{}
+	list := source.Get(container, "env")
+	if list == nil || list.Kind != yaml.SequenceNode {
+		return env
+	}
+	for _, e := range list.Content {
+		name := source.Scalar(source.Get(e, "name"))
+		if name == "" {
+			continue
+		}
+		if source.Get(e, "valueFrom") != nil {
+			env[name] = "$(valueFrom)"
+			continue
+		}
+		env[name] = source.Scalar(source.Get(e, "value"))
+	}
+	return env
 }

@@ -59,7 +59,10 @@ func fixPrivate(p *analyze.Pass) (*analyze.Fix, error) {
 	if plan.Mount != nil {
 		return fx, nil
 	}
-	size := analyze.KeepSize(plan)
+	size, ok := adviseSize(plan)
+	if !ok {
+		return nil, errors.New("the workload's need is not known: measure it with shmdoctor watch before the doctor sizes a private /dev/shm")
+	}
 	if plan.Configured == nil || size != *plan.Configured {
 		es, err := p.Project.Doc.SetKey(plan.Service, analyze.ShmKey, analyze.ComposeSize(size))
 		if err != nil {

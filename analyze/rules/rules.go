@@ -23,6 +23,29 @@ func memoryNote(p *analyze.ShmPlan, size int64) string {
 	return ""
 }
 
+// defaultSeverity is how grave a workload left on the default /dev/shm is: a warning where
+// it crashes (or declared a need), info where it only slows down.
+func defaultSeverity(p *analyze.ShmPlan) analyze.Severity {
+	return min(p.Severity(), analyze.Warning)
+}
+
+// adviseSize is the /dev/shm size a rule may advise: the shm_size written where it covers
+// the need, else the need rounded up. For a workload whose need is not known ok is false:
+// advice then names no size (a number the doctor cannot back could shrink a /dev/shm below
+// what the workload uses), and points to the measurement instead.
+func adviseSize(p *analyze.ShmPlan) (size int64, ok bool) {
+	switch {
+	case p.Configured != nil && *p.Configured > 0 && *p.Configured >= p.Target():
+		return *p.Configured, true
+	case p.Sized() || !p.Workload():
+		return analyze.RecommendedSize(p), true
+	}
+	return 0, false
+}
+
+// measured is the advice where the need is not known: a size the measurement gives.
+const measured = "the peak shmdoctor watch measures (declare it with x-shmdoctor.need)"
+
 // effectiveSize describes a plan's /dev/shm size in words, where no number is known.
 func effectiveSize(p *analyze.ShmPlan) string {
 	switch {

@@ -33,8 +33,12 @@ var shm005 = analyze.Rule{
 		if p.Plan.Workload() {
 			f.Severity = analyze.Error
 			f.Message = "ipc is none: " + workloadName(p.Plan) + " has no /dev/shm at all"
-			f.Remediation = "Remove ipc: none and set shm_size: " + analyze.ComposeSize(analyze.KeepSize(p.Plan)) + "."
-			f.Attach(fixPrivate(p))
+			if size, ok := adviseSize(p.Plan); ok {
+				f.Remediation = "Remove ipc: none and set shm_size: " + analyze.ComposeSize(size) + "."
+				f.Attach(fixPrivate(p))
+			} else {
+				f.Remediation = "Remove ipc: none and set shm_size to " + measured + "."
+			}
 		}
 		if e := p.Config.Target.Engine(); e.Refuses("none") && p.Plan.Configured != nil && *p.Plan.Configured > 0 {
 			f.Severity = analyze.Error

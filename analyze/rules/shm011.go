@@ -13,8 +13,10 @@ var shm011 = analyze.Rule{
 	Title:    "effective /dev/shm is below what the workload needs",
 	Doc: analyze.Doc{
 		Rationale: "The effective /dev/shm is known (shm_size, a sized tmpfs, or a joined donor's size) and " +
-			"smaller than the workload profile's recommended minimum or the declared need " +
-			"(`x-shmdoctor.need`, `x-shmdoctor.dataloader`, `--need`). A PyTorch DataLoader needs " +
+			"smaller than what the workload's parameters need (the formulas of docs/needs.md: NCCL ranks, " +
+			"vLLM's queues, a Ray object store) or the declared need (`x-shmdoctor.need`, " +
+			"`x-shmdoctor.dataloader`, `--need`). A Ray store that does not fit goes to /tmp, slower: " +
+			"info. A PyTorch DataLoader needs " +
 			"`(num_workers × prefetch_factor + 2.5) × batch` (one batch less with `persistent_workers`): " +
 			"the batches in flight, the batch the training loop holds, half of one being written while the " +
 			"loop holds the one before, and the last batch of an epoch still held while the next epoch's new " +
@@ -24,25 +26,20 @@ var shm011 = analyze.Rule{
 			"above it. Below a declared need this is an error.",
 		Problematic: "services:\n  trainer:\n    image: pytorch/pytorch\n    shm_size: 256m\n    x-shmdoctor:\n      dataloader: {workers: 8, prefetch_factor: 2, batch_bytes: 128MiB}\n",
 		Correct:     "services:\n  trainer:\n    image: pytorch/pytorch\n    shm_size: 3g\n    x-shmdoctor:\n      dataloader: {workers: 8, prefetch_factor: 2, batch_bytes: 128MiB}\n",
-		Exceptions:  "A profile minimum is a public recommendation, not a measurement: declare the real need with `x-shmdoctor.need` when it is smaller.",
-		Sources:     profileSources(),
+		Exceptions:  "A need read from parameters is a formula over documented buffers (docs/needs.md): where the workload is known to use less, declare the real need with `x-shmdoctor.need`. Where the parameters give no size, this rule says nothing.",
+		Sources:     needSources(),
 	},
 	Check: func(p *analyze.Pass) {
 		plan := p.Plan
 		if plan.Predicted == nil || plan.Source == analyze.SourceNone {
 			return
 		}
-		have := *plan.Predicted
-		target, sev := int64(0), analyze.Severity(0)
-		switch {
-		case plan.Need != nil && have < *plan.Need:
-			target, sev = *plan.Need, analyze.Error
-		case plan.Need == nil && plan.Profile != nil && have < plan.Profile.MinShm:
-			target = plan.Profile.MinShm
-		default:
-			return
+		have, target := *plan.Predicted, plan.Target()
+		if !plan.Sized() || have >= target {
+			return // a need that is not known is never claimed
 		}
-		if sev == 0 && onDefault(plan) {
+		sev := plan.Severity()
+		if plan.Need == nil && onDefault(plan) {
 			return // SHM010 says it
 		}
 		at, fixKey := p.At(analyze.ShmKey), "shm_size"
@@ -71,15 +68,11 @@ var shm011 = analyze.Rule{
 	},
 }
 
-// profileSources lists the public sources of the workload profiles, for the rule docs.
-func profileSources() []string {
+// needSources lists the sources of the need formulas, for the rule docs.
+func needSources() []string {
 	var out []string
-	for _, pr := range analyze.Profiles() {
-		size := analyze.FormatSize(pr.MinShm)
-		if pr.MinShm == 0 {
-			size = "no more than the default"
-		}
-		out = append(out, pr.Name+" ("+size+"): "+pr.Source+": "+pr.URL)
+	for _, s := range analyze.NeedSources() {
+		out = append(out, s.Name+": "+s.URL)
 	}
 	return out
 }

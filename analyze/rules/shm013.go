@@ -23,17 +23,23 @@ var shm013 = analyze.Rule{
 		if m == nil || m.Type != analyze.SourceTmpfs || m.Size != nil || p.Plan.DependsOn(m.Entry) != nil {
 			return
 		}
-		size := analyze.KeepSize(p.Plan) // a shm_size written beside the mount says what was meant
+		size, ok := adviseSize(p.Plan) // a shm_size written beside the mount says what was meant
 		fix := "Add size=" + analyze.ComposeSize(size) + " to the /dev/shm tmpfs entry (/dev/shm:size=" + analyze.ComposeSize(size) + ")."
 		if m.Entry == "volumes" {
 			fix = "Add tmpfs: {size: " + analyze.ComposeSize(size) + "} to the /dev/shm volumes entry."
 		}
+		if !ok {
+			fix = "Size the /dev/shm tmpfs entry to " + measured + "."
+		}
 		f := analyze.Finding{
 			Pos:         p.MountPos(),
 			Message:     "tmpfs at /dev/shm has no size: it is bounded only by half the host's memory",
-			Remediation: fix + memoryNote(p.Plan, size),
+			Remediation: fix,
 		}
-		f.Attach(fixTmpfsSize(p, size))
+		if ok {
+			f.Remediation += memoryNote(p.Plan, size)
+			f.Attach(fixTmpfsSize(p, size))
+		}
 		p.Report(f)
 	},
 }

@@ -23,10 +23,14 @@ var shm014 = analyze.Rule{
 		if m == nil || m.Type != analyze.SourceBind || m.Source != "/dev/shm" {
 			return
 		}
+		fix := "Remove the bind and set shm_size to " + measured + " to give the service a private /dev/shm."
+		if size, ok := adviseSize(p.Plan); ok {
+			fix = "Remove the bind and set shm_size: " + analyze.ComposeSize(size) + " to give the service a private /dev/shm."
+		}
 		p.Report(analyze.Finding{
 			Pos:         p.MountPos(),
 			Message:     "the host's /dev/shm is bind-mounted at /dev/shm: the container shares and fills the host's shared memory",
-			Remediation: "Remove the bind and set shm_size: " + analyze.ComposeSize(analyze.KeepSize(p.Plan)) + " to give the service a private /dev/shm.",
+			Remediation: fix,
 		})
 	},
 }

@@ -23,16 +23,23 @@ var shm020 = analyze.Rule{
 		if p.Plan.IPC != "host" {
 			return
 		}
-		size := analyze.KeepSize(p.Plan)
+		size, ok := adviseSize(p.Plan)
+		shm := "shm_size: " + analyze.ComposeSize(size)
+		if !ok {
+			shm = "shm_size set to " + measured
+		}
 		f := analyze.Finding{
 			Pos:         p.At("ipc"),
 			Message:     "ipc is host: the container shares the host's ipc namespace and /dev/shm",
-			Remediation: "Keep ipc: host only if the service must share memory with the host; otherwise replace it with shm_size: " + analyze.ComposeSize(size) + ".",
+			Remediation: "Keep ipc: host only if the service must share memory with the host; otherwise replace it with " + shm + ".",
 		}
 		if p.Config.Policy == analyze.PolicyIsolation {
 			f.Severity = analyze.Warning
-			f.Remediation = "Replace ipc: host with shm_size: " + analyze.ComposeSize(size) + "." + memoryNote(p.Plan, size)
-			f.Attach(fixPrivate(p))
+			f.Remediation = "Replace ipc: host with " + shm + "."
+			if ok {
+				f.Remediation += memoryNote(p.Plan, size)
+				f.Attach(fixPrivate(p))
+			}
 		}
 		p.Report(f)
 	},

@@ -28,8 +28,20 @@ var shm101 = analyze.Rule{
 		if plan.Source != analyze.SourceDefault || !plan.Workload() {
 			return
 		}
+		if plan.Sized() && plan.Target() <= analyze.DefaultShmSize {
+			return // the need fits the default
+		}
+		if !plan.Sized() {
+			p.Report(analyze.Finding{
+				Severity:    analyze.Info,
+				Message:     fmt.Sprintf("no volume is mounted at /dev/shm: the container gets the runtime's 64 MiB, and %s", analyze.NeedBasis(plan)),
+				Remediation: "Measure the peak with shmdoctor watch and declare it with the shmdoctor.io/need annotation; the doctor then checks the pod's /dev/shm against it.",
+			})
+			return
+		}
 		size := analyze.RecommendedSize(plan)
 		f := analyze.Finding{
+			Severity: defaultSeverity(plan),
 			Message: fmt.Sprintf("no volume is mounted at /dev/shm: the container gets the runtime's 64 MiB, and %s", analyze.NeedBasis(plan)),
 			Remediation: fmt.Sprintf("Mount a memory-backed emptyDir at /dev/shm in the pod spec:%s%s",
 				shmVolumeSnippet(plan, size), k8sMemoryNote(plan, size)),

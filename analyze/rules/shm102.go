@@ -26,9 +26,9 @@ var shm102 = analyze.Rule{
 		if plan.Source != analyze.SourceEmptyDirDisk {
 			return
 		}
-		size := analyze.RecommendedSize(plan)
+		size, ok := adviseSize(plan)
 		if s := plan.K8s.SizeLimit; s != nil {
-			size = max(size, *s)
+			size, ok = max(size, *s), true
 		}
 		medium := "no medium"
 		if plan.K8s.Medium != "" {
@@ -40,7 +40,11 @@ var shm102 = analyze.Rule{
 			Remediation: fmt.Sprintf("Set medium: Memory on the emptyDir, with a sizeLimit:%s%s",
 				emptyDirSnippet(plan, size), k8sMemoryNote(plan, size)),
 		}
-		f.Attach(fixK8sEmptyDir(p, size))
+		if !ok {
+			f.Remediation = "Set medium: Memory on the emptyDir, with a sizeLimit of " + measured + "."
+		} else {
+			f.Attach(fixK8sEmptyDir(p, size))
+		}
 		p.Report(f)
 	},
 }

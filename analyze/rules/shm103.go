@@ -28,7 +28,7 @@ var shm103 = analyze.Rule{
 		if plan.Source != analyze.SourceEmptyDirMemory || plan.K8s.SizeLimit != nil {
 			return
 		}
-		size := analyze.RecommendedSize(plan)
+		size, ok := adviseSize(plan)
 		nolimit := ""
 		if plan.MemLimit == nil {
 			nolimit = " and the container has no memory limit"
@@ -39,7 +39,16 @@ var shm103 = analyze.Rule{
 			Remediation: fmt.Sprintf("Add a sizeLimit to the emptyDir:%s%s",
 				emptyDirSnippet(plan, size), k8sMemoryNote(plan, size)),
 		}
-		f.Attach(fixK8sEmptyDir(p, size))
+		switch {
+		case ok:
+			f.Attach(fixK8sEmptyDir(p, size))
+		case plan.MemLimit != nil:
+			// bounded by the limit: an OOM kill instead of ENOSPC, and no size to advise
+			f.Severity = analyze.Info
+			f.Remediation = "Add a sizeLimit of " + measured + " to the emptyDir."
+		default:
+			f.Remediation = "Add a sizeLimit of " + measured + " to the emptyDir, and a memory limit to the container."
+		}
 		p.Report(f)
 	},
 }

@@ -27,16 +27,20 @@ var shm106 = analyze.Rule{
 		if k.HostShm == "" {
 			return
 		}
-		size := analyze.RecommendedSize(plan)
-		if plan.Source != analyze.SourceHostPath {
+		size, ok := adviseSize(plan)
+		if plan.Source != analyze.SourceHostPath && ok {
 			// the node's /dev/shm mounted elsewhere: the volume itself is the fault
 			size = max(size, 1<<30)
 		}
+		fix := fmt.Sprintf("Replace the hostPath with a memory emptyDir of the same name:%s%s",
+			yamlBlock("- name: "+k.HostShm, "  emptyDir:", "    medium: Memory", "    sizeLimit: "+analyze.K8sSize(size)), k8sMemoryNote(plan, size))
+		if !ok {
+			fix = "Replace the hostPath with a memory emptyDir of the same name, with a sizeLimit of " + measured + "."
+		}
 		p.Report(analyze.Finding{
-			Pos:     k.HostShmPos,
-			Message: fmt.Sprintf("hostPath volume %s mounts the node's /dev/shm: the container shares the node's shared memory and its size", k.HostShm),
-			Remediation: fmt.Sprintf("Replace the hostPath with a memory emptyDir of the same name:%s%s",
-				yamlBlock("- name: "+k.HostShm, "  emptyDir:", "    medium: Memory", "    sizeLimit: "+analyze.K8sSize(size)), k8sMemoryNote(plan, size)),
+			Pos:         k.HostShmPos,
+			Message:     fmt.Sprintf("hostPath volume %s mounts the node's /dev/shm: the container shares the node's shared memory and its size", k.HostShm),
+			Remediation: fix,
 		})
 	},
 }

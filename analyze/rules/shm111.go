@@ -23,11 +23,12 @@ var shm111 = analyze.Rule{
 	},
 	Check: func(p *analyze.Pass) {
 		plan, k := p.Plan, p.Plan.K8s
-		if plan.Source != analyze.SourceEmptyDirMemory || k.SizeLimit == nil || !plan.Workload() || *k.SizeLimit >= plan.Target() {
+		if plan.Source != analyze.SourceEmptyDirMemory || k.SizeLimit == nil || !plan.Sized() || *k.SizeLimit >= plan.Target() {
 			return
 		}
 		size := analyze.RecommendedSize(plan)
 		f := analyze.Finding{
+			Severity: plan.Severity(),
 			Pos:     k.SizeLimitPos,
 			Message: fmt.Sprintf("sizeLimit %s of /dev/shm is below what the workload needs: %s", analyze.FormatSize(*k.SizeLimit), analyze.NeedBasis(plan)),
 			Remediation: fmt.Sprintf("Raise sizeLimit to %s:%s%s", analyze.K8sSize(size),
