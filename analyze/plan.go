@@ -92,7 +92,10 @@ type ShmPlan struct {
 	GPU       bool
 	GPUs      int
 	GPUVendor string
-	Profile   *Profile
+	// Refusals are what makes docker compose (or the engine it calls) refuse the service as
+	// written: the doctor analyses it all the same.
+	Refusals []Refusal
+	Profile  *Profile
 	// Need is the declared /dev/shm need in bytes, nil when none; NeedFrom says who declared it.
 	Need     *int64
 	NeedFrom string
@@ -170,6 +173,12 @@ func (p *ShmPlan) DependsOn(key string) []string {
 }
 
 func Ptr[T any](v T) *T { return &v }
+
+// Refusal is one reason docker compose would not start a service, at the entry that causes it.
+type Refusal struct {
+	Pos
+	Msg string // names keys and variables, never a value
+}
 
 // GPU vendors a plan can name.
 const (

@@ -483,6 +483,9 @@ type project struct {
 	root *source.Root
 	// guard answers compose-go's loads of include and extends files.
 	guard *guard
+	// badVolumes are the volumes entries compose-go cannot parse, by their interpolated
+	// text, with why (see castVolume).
+	badVolumes map[string]string
 }
 
 func (p *project) load(ctx context.Context, t target, opts Options) {
@@ -527,6 +530,7 @@ func (p *project) load(ctx context.Context, t target, opts Options) {
 				if o.Interpolate != nil { // nil while compose-go only lists the files
 					o.Interpolate.Substitute = p.env.substitute
 					o.Interpolate.TypeCastMapping = c.casts(o.Interpolate.TypeCastMapping)
+					o.Interpolate.TypeCastMapping[volumeCast] = p.castVolume
 				}
 				o.SkipValidation = skipSchema
 				o.ResourceLoaders = append([]loader.ResourceLoader{&c.g}, o.ResourceLoaders...)

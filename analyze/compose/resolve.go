@@ -60,6 +60,7 @@ func (p *project) plan(s *types.ServiceConfig) *analyze.ShmPlan {
 	written := p.gpus(plan, s)
 	plan.Profile = analyze.DetectProfile(analyze.Signals{Image: s.Image, Command: append(append([]string{}, s.Entrypoint...), s.Command...), GPUs: written})
 	p.intent(plan, s)
+	p.refusals(plan)
 
 	switch {
 	case plan.Mount != nil:
