@@ -92,6 +92,9 @@ type ShmPlan struct {
 	GPU       bool
 	GPUs      int
 	GPUVendor string
+	// Refusals are what makes docker compose (or the engine it calls) refuse the service as
+	// written: the doctor analyses it all the same.
+	Refusals []Refusal
 	// Profile is the program recognised in the container, nil when none; Use is what its
 	// parameters say of its /dev/shm use.
 	Profile *Profile
@@ -190,6 +193,12 @@ func (p *ShmPlan) DependsOn(key string) []string {
 }
 
 func Ptr[T any](v T) *T { return &v }
+
+// Refusal is one reason docker compose would not start a service, at the entry that causes it.
+type Refusal struct {
+	Pos
+	Msg string // names keys and variables, never a value
+}
 
 // GPU vendors a plan can name.
 const (

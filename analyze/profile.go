@@ -65,7 +65,7 @@ var profiles = []Profile{
 	{
 		ID: "vllm", Name: "vLLM", GPUWorkload: true,
 		Source: "vLLM documentation: Using Docker", URL: "https://docs.vllm.ai/en/stable/deployment/docker/",
-		Note: "vLLM passes data between its processes through shared memory, \"particularly for tensor parallel inference\".",
+		Note:     "vLLM passes data between its processes through shared memory, \"particularly for tensor parallel inference\".",
 		images:   []string{"vllm/vllm-*", "vllm-openai*", "rocm/vllm*", "nvcr.io/nvidia/vllm"},
 		commands: []string{"vllm serve", "-m vllm.entrypoints.*", "-m fastchat.serve.vllm_worker"},
 		read:     readVLLM,
@@ -90,9 +90,9 @@ var profiles = []Profile{
 	},
 	{
 		ID: "triton", Name: "NVIDIA Triton Inference Server", GPUWorkload: true,
-		Source: "Triton Inference Server: Python backend, managing shared memory",
-		URL:    "https://github.com/triton-inference-server/python_backend#managing-shared-memory",
-		Note:   "Triton's Python backend passes every request and response of a Python model through /dev/shm.",
+		Source:   "Triton Inference Server: Python backend, managing shared memory",
+		URL:      "https://github.com/triton-inference-server/python_backend#managing-shared-memory",
+		Note:     "Triton's Python backend passes every request and response of a Python model through /dev/shm.",
 		images:   []string{"tritonserver"},
 		commands: []string{"tritonserver"},
 		read:     readTriton,

@@ -27,12 +27,15 @@ type envTracker struct {
 
 	mu      sync.Mutex
 	missing map[string][]string // template -> unset variables it uses
-	set     map[string]string   // variable -> value, of every set variable a template used
-	setIn   map[string][]string // template -> set variables it uses
+	// required are the unset variables a template requires (${X?} or ${X:?}): docker
+	// compose stops there.
+	required map[string][]string
+	set      map[string]string   // variable -> value, of every set variable a template used
+	setIn    map[string][]string // template -> set variables it uses
 }
 
 func newEnvTracker(strict bool) *envTracker {
-	return &envTracker{strict: strict, budget: &expansionBudget{}, values: map[string]unsetValue{}, missing: map[string][]string{}, set: map[string]string{}, setIn: map[string][]string{}}
+	return &envTracker{strict: strict, budget: &expansionBudget{}, values: map[string]unsetValue{}, missing: map[string][]string{}, required: map[string][]string{}, set: map[string]string{}, setIn: map[string][]string{}}
 }
 
 // unsetValues say what a value gets when it depends on an unset variable, by the end of its
@@ -138,7 +141,7 @@ func (e *envTracker) substitute(value string, mapping template.Mapping) (string,
 	if e.strict {
 		return template.Substitute(value, mapping)
 	}
-	var missing []string
+	var missing, required []string
 	replace := func(sub string, m template.Mapping, cfg *template.Config) (string, error) {
 		var unset []string
 		lookup := func(name string) (string, bool) {
@@ -152,6 +155,7 @@ func (e *envTracker) substitute(value string, mapping template.Mapping) (string,
 		var req *template.MissingRequiredError
 		if errors.As(err, &req) {
 			missing = append(missing, req.Variable)
+			required = append(required, req.Variable)
 			return "", nil
 		}
 		if err != nil {
@@ -171,6 +175,9 @@ func (e *envTracker) substitute(value string, mapping template.Mapping) (string,
 	}
 	e.mu.Lock()
 	e.missing[value] = uniq(append(e.missing[value], missing...))
+	if len(required) > 0 {
+		e.required[value] = uniq(append(e.required[value], required...))
+	}
 	n := len(e.missing)
 	e.mu.Unlock()
 	if u, ok := e.values[value]; ok && u.placeholder == "" {
@@ -204,6 +211,13 @@ func (e *envTracker) varsIn(template string) []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.missing[template]
+}
+
+// requiredIn returns the unset variables a template written in a file requires.
+func (e *envTracker) requiredIn(template string) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.required[template]
 }
 
 // unset lists every unset variable the project used, sorted.

@@ -485,6 +485,9 @@ type project struct {
 	guard *guard
 	// src reads files confined to root: the Dockerfiles services build.
 	src *source.Sources
+	// badVolumes are the volumes entries compose-go cannot parse, by their interpolated
+	// text, with why (see castVolume).
+	badVolumes map[string]string
 }
 
 func (p *project) load(ctx context.Context, t target, opts Options) {
@@ -530,6 +533,7 @@ func (p *project) load(ctx context.Context, t target, opts Options) {
 				if o.Interpolate != nil { // nil while compose-go only lists the files
 					o.Interpolate.Substitute = p.env.substitute
 					o.Interpolate.TypeCastMapping = c.casts(o.Interpolate.TypeCastMapping)
+					o.Interpolate.TypeCastMapping[volumeCast] = p.castVolume
 				}
 				o.SkipValidation = skipSchema
 				o.ResourceLoaders = append([]loader.ResourceLoader{&c.g}, o.ResourceLoaders...)

@@ -73,6 +73,7 @@ func (p *project) plan(s *types.ServiceConfig) *analyze.ShmPlan {
 		Env: env, GPUs: plan.GPUs, MemLimit: limit, Build: p.dockerfile(s),
 	})
 	p.intent(plan, s)
+	p.refusals(plan)
 
 	switch {
 	case plan.Mount != nil:
@@ -295,92 +296,140 @@ func ulimit(u *types.UlimitsConfig) *analyze.Ulimit {
 	return &analyze.Ulimit{Soft: int64(u.Soft), Hard: int64(u.Hard)}
 }
 
-// gpus reads a service's GPU requests in any of the ways compose allows, and AMD or NVIDIA
-// device nodes mapped into the container. A count is taken as written: "all" (or several
-// device IDs, or a number above 1) is several GPUs; a request that states no count gets all
-// of the host's GPUs from the engine, but says nothing about how many there are, so it is
-// one; count: 0 requests none.
+// gpus reads a service's GPU requests as docker compose hands them to the engine, and
+// AMD or NVIDIA device nodes mapped into the container. compose-go gives a device request
+// that states neither count nor device_ids count: all, as it does to gpus: all; the engine's
+// NVIDIA driver then passes NVIDIA_VISIBLE_DEVICES=all, a list of device IDs as written
+// ("all" among them is all), a count of n as n GPUs, and count: 0 as void (none). Without a
+// device request, runtime: nvidia exposes what NVIDIA_VISIBLE_DEVICES in the service's
+// environment names. CUDA_VISIBLE_DEVICES then narrows what the process sees.
 func (p *project) gpus(plan *analyze.ShmPlan, s *types.ServiceConfig) {
-	// add counts the GPUs of a request; atLeast raises the count to what a request implies.
 	vendor := func(v string) {
 		if plan.GPUVendor != analyze.VendorNVIDIA {
 			plan.GPUVendor = v
 		}
 	}
-	add := func(n int) {
+	// add counts the GPUs of a request; atLeast raises the count to what a request implies.
+	add := func(gpus *int, n int) {
 		switch {
 		case n == 0:
-			return
-		case n == analyze.AllGPUs || plan.GPUs == analyze.AllGPUs:
-			plan.GPUs = analyze.AllGPUs
+		case n == analyze.AllGPUs || *gpus == analyze.AllGPUs:
+			*gpus = analyze.AllGPUs
 		default:
-			plan.GPUs += n
+			*gpus += n
 		}
-		vendor(analyze.VendorNVIDIA)
 	}
 	atLeast := func(n int, v string) {
-		if plan.GPUs != analyze.AllGPUs && plan.GPUs < n {
+		if n != 0 {
+			vendor(v)
+		}
+		if plan.GPUs != analyze.AllGPUs && (n == analyze.AllGPUs || plan.GPUs < n) {
 			plan.GPUs = n
 		}
-		vendor(v)
+	}
+	requests := 0
+	request := func(r types.DeviceRequest, i int, key ...string) {
+		requests++
+		n := deviceCount(r)
+		add(&plan.GPUs, n)
+		if n != 0 {
+			vendor(analyze.VendorNVIDIA)
+		}
 	}
 	for i, r := range s.Gpus {
-		add(p.requested(plan, r, i, "gpus"))
-	}
-	if rs, ok := p.value(plan, "gpus"); ok && strings.EqualFold(source.Scalar(rs), "all") {
-		add(analyze.AllGPUs)
+		request(r, i, "gpus")
 	}
 	if s.Deploy != nil && s.Deploy.Resources.Reservations != nil {
 		for i, d := range s.Deploy.Resources.Reservations.Devices {
 			if d.Driver == "nvidia" || containsFold(d.Capabilities, "gpu") {
-				add(p.requested(plan, d, i, "deploy", "resources", "reservations", "devices"))
+				request(d, i, "deploy", "resources", "reservations", "devices")
 			}
 		}
 	}
-	if s.Runtime == "nvidia" {
-		atLeast(1, analyze.VendorNVIDIA)
+	if requests == 0 && s.Runtime == "nvidia" {
+		// The runtime exposes what NVIDIA_VISIBLE_DEVICES names; without it in the service,
+		// the image's own variable decides (NVIDIA's CUDA images say all): one, as far as
+		// the file tells.
+		n := 1
+		if v, ok := s.Environment["NVIDIA_VISIBLE_DEVICES"]; ok && v != nil {
+			n = visibleDevices(*v)
+		}
+		atLeast(n, analyze.VendorNVIDIA)
 	}
 	for _, d := range s.Devices {
-		// AMD ROCm compute (/dev/kfd) and NVIDIA device nodes passed through by hand.
+		// AMD ROCm compute (/dev/kfd), NVIDIA device nodes passed through by hand, and
+		// NVIDIA's CDI names (nvidia.com/gpu=all, nvidia.com/gpu=0).
 		switch {
 		case d.Source == "/dev/kfd":
 			atLeast(1, analyze.VendorAMD)
 		case strings.HasPrefix(d.Source, "/dev/nvidia"):
 			atLeast(1, analyze.VendorNVIDIA)
+		case strings.HasPrefix(d.Source, "nvidia.com/gpu="):
+			if strings.TrimPrefix(d.Source, "nvidia.com/gpu=") == "all" {
+				atLeast(analyze.AllGPUs, analyze.VendorNVIDIA)
+			} else {
+				atLeast(1, analyze.VendorNVIDIA)
+			}
 		}
 	}
-	if v, ok := s.Environment["NVIDIA_VISIBLE_DEVICES"]; ok && v != nil {
-		switch ids := strings.ToLower(strings.TrimSpace(*v)); ids {
-		case "", "void", "none":
-		case "all":
-			// The default of NVIDIA's CUDA images, and of every transcoding guide: no
-			// statement about how many GPUs there are.
-			atLeast(1, analyze.VendorNVIDIA)
-		default:
-			atLeast(len(strings.Split(ids, ",")), analyze.VendorNVIDIA)
+	if plan.GPUs != 0 && plan.GPUVendor == analyze.VendorNVIDIA {
+		if v, ok := s.Environment["CUDA_VISIBLE_DEVICES"]; ok && v != nil {
+			n := cudaVisible(*v)
+			if plan.GPUs == analyze.AllGPUs || plan.GPUs > n {
+				plan.GPUs = n
+			}
 		}
 	}
 	if strings.HasPrefix(analyze.ParseProfileImage(s.Image).Path, "rocm/") {
 		plan.GPUVendor = analyze.VendorAMD
 	}
 	plan.GPU = plan.GPUs != 0
+	if !plan.GPU {
+		plan.GPUVendor = ""
+	}
 }
 
-// requested counts the GPUs of one device request: its device IDs, else its count as
-// written ("all" only when the file says so), else one.
-func (p *project) requested(plan *analyze.ShmPlan, r types.DeviceRequest, i int, key ...string) int {
-	switch {
-	case len(r.IDs) > 0:
-		return len(r.IDs)
-	case r.Count != -1:
-		return int(r.Count)
-	}
-	if list, ok := p.value(plan, key...); ok && list != nil && list.Kind == yaml.SequenceNode && i < len(list.Content) {
-		if source.Get(source.Deref(list.Content[i]), "count") != nil {
+// deviceCount is the number of GPUs the engine's NVIDIA driver gives a device request:
+// its device IDs ("all" among them is every GPU), else its count (-1 for all, 0 for none).
+func deviceCount(r types.DeviceRequest) int {
+	if len(r.IDs) > 0 {
+		if containsFold(r.IDs, "all") {
 			return analyze.AllGPUs
 		}
+		return len(r.IDs)
 	}
-	return 1
+	if r.Count < 0 {
+		return analyze.AllGPUs
+	}
+	return int(r.Count)
+}
+
+// visibleDevices is how many GPUs NVIDIA_VISIBLE_DEVICES exposes: all, none or void, or a
+// list of indexes or UUIDs.
+func visibleDevices(v string) int {
+	switch ids := strings.ToLower(strings.TrimSpace(v)); ids {
+	case "", "void", "none":
+		return 0
+	case "all":
+		return analyze.AllGPUs
+	default:
+		return len(strings.Split(ids, ","))
+	}
+}
+
+// cudaVisible is how many GPUs CUDA_VISIBLE_DEVICES leaves a process at most: CUDA
+// enumerates the listed devices up to the first invalid one, so an empty value or -1
+// leaves none.
+func cudaVisible(v string) int {
+	n := 0
+	for _, id := range strings.Split(v, ",") {
+		id = strings.TrimSpace(id)
+		if id == "" || strings.HasPrefix(id, "-") {
+			break
+		}
+		n++
+	}
+	return n
 }
 
 func containsFold(list []string, s string) bool {

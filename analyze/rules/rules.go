@@ -10,7 +10,7 @@ import (
 var All = []analyze.Rule{
 	shm001, shm002, shm003, shm004, shm005, shm006,
 	shm010, shm011, shm012, shm013, shm014, shm015,
-	shm020, shm030, shm040, shm090,
+	shm020, shm030, shm040, shm050, shm090,
 	shm101, shm102, shm103, shm104, shm105, shm106, shm111,
 	shm201, shm202, shm203, shm204, shm205,
 }

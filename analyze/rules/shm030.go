@@ -23,7 +23,9 @@ var shm030 = analyze.Rule{
 			"CUDA pin host memory, which the default memlock limit caps.",
 		Problematic: "services:\n  trainer:\n    image: nvcr.io/nvidia/pytorch:24.01-py3\n    shm_size: 2g\n",
 		Correct:     "services:\n  trainer:\n    image: nvcr.io/nvidia/pytorch:24.01-py3\n    shm_size: 2g\n    ulimits:\n      memlock: -1\n      stack: 67108864\n",
-		Exceptions: "CPU-only use of a GPU image. AMD ROCm services (`/dev/kfd`, `rocm/` images) are " +
+		Exceptions: "A service that requests no GPU is not judged, whatever its image: a GPU image without `gpus`, a " +
+			"device reservation or `runtime: nvidia` runs on the CPU, and so does a request of `count: 0` or " +
+			"`NVIDIA_VISIBLE_DEVICES=void`. AMD ROCm services (`/dev/kfd`, `rocm/` images) are " +
 			"not judged: these ulimits are NVIDIA's advice, and ROCm's Docker guide asks for no ulimits (only " +
 			"`--device /dev/kfd --device /dev/dri` and, optionally, `--security-opt seccomp=unconfined`).",
 		Sources: []string{
@@ -34,7 +36,7 @@ var shm030 = analyze.Rule{
 	},
 	Check: func(p *analyze.Pass) {
 		plan := p.Plan
-		if !plan.GPU && (plan.Profile == nil || !plan.Profile.GPUWorkload) || plan.GPUVendor == analyze.VendorAMD {
+		if !plan.GPU || plan.GPUVendor == analyze.VendorAMD {
 			return
 		}
 		var missing []string

@@ -42,7 +42,7 @@ var shm101 = analyze.Rule{
 		size := analyze.RecommendedSize(plan)
 		f := analyze.Finding{
 			Severity: defaultSeverity(plan),
-			Message: fmt.Sprintf("no volume is mounted at /dev/shm: the container gets the runtime's 64 MiB, and %s", analyze.NeedBasis(plan)),
+			Message:  fmt.Sprintf("no volume is mounted at /dev/shm: the container gets the runtime's 64 MiB, and %s", analyze.NeedBasis(plan)),
 			Remediation: fmt.Sprintf("Mount a memory-backed emptyDir at /dev/shm in the pod spec:%s%s",
 				shmVolumeSnippet(plan, size), k8sMemoryNote(plan, size)),
 		}

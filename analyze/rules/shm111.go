@@ -29,8 +29,8 @@ var shm111 = analyze.Rule{
 		size := analyze.RecommendedSize(plan)
 		f := analyze.Finding{
 			Severity: plan.Severity(),
-			Pos:     k.SizeLimitPos,
-			Message: fmt.Sprintf("sizeLimit %s of /dev/shm is below what the workload needs: %s", analyze.FormatSize(*k.SizeLimit), analyze.NeedBasis(plan)),
+			Pos:      k.SizeLimitPos,
+			Message:  fmt.Sprintf("sizeLimit %s of /dev/shm is below what the workload needs: %s", analyze.FormatSize(*k.SizeLimit), analyze.NeedBasis(plan)),
 			Remediation: fmt.Sprintf("Raise sizeLimit to %s:%s%s", analyze.K8sSize(size),
 				emptyDirSnippet(plan, size), k8sMemoryNote(plan, size)),
 		}
