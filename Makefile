@@ -10,7 +10,7 @@ LDFLAGS  := -s -w -X main.buildVersion=$(VERSION) -X main.buildCommit=$(COMMIT) 
 RELEASE_TARGETS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 AGENT_TARGETS   ?= linux/amd64 linux/arm64
 
-.PHONY: build demo test faults hostile lab fuzz bench vet install install-plugin clean docs release image
+.PHONY: build demo reference test faults hostile lab fuzz bench vet install install-plugin clean docs release image
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/shmdoctor
@@ -34,8 +34,18 @@ vet:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt needed'; exit 1; }
 
-test: vet
+# The conformance tests hold the doctor to the real docker compose v2, built once from its Go
+# module (some minutes) and cached in $${XDG_CACHE_HOME:-~/.cache}/shmdoctor-reference: a step
+# of its own, so that no test's timeout covers the build.
+reference:
+	@echo "make: the reference docker compose (built once, then cached)"
+	@scripts/reference-compose.sh >/dev/null
+	@echo "make: reference docker compose ready: $$(scripts/reference-compose.sh)"
+
+test: vet reference
+	@echo "make: go test ./... (the probe, watch and integration tests use the Docker Engine)"
 	$(GO) test -count=1 ./...
+	@echo "make: a short run of each fuzz target"
 	$(MAKE) fuzz
 
 # The fault suite (root, Linux): the built binary against a private dockerd the suite starts
@@ -58,7 +68,7 @@ fuzz:
 # workflow commands, expansion bombs in a memory cgroup); it prints the matrix. Root, and a
 # Docker Engine for the probed cases.
 hostile: build
-	SHMDOCTOR_BIN=$(abspath $(BIN)) $(GO) test -tags hostile -count=1 -v -timeout 40m ./internal/hostile
+	SHMDOCTOR_BIN=$(abspath $(BIN)) $(GO) test -tags hostile -count=1 -v -parallel 6 -timeout 40m ./internal/hostile
 
 # The truth lab: builds its Debian images where missing (mmdebstrap, docker import), runs the
 # real workloads of testdata/lab against the engine, prints the agreement table and writes

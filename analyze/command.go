@@ -29,14 +29,18 @@ func ParseCommand(words []string, env map[string]string, origin string) Invocati
 	inv := Invocation{Env: env, Origin: origin}
 	for _, c := range words {
 		for _, f := range strings.Fields(c) {
-			f = strings.Trim(f, "\"'`();&|")
+			f = strings.Trim(expandVars(f, env), "\"'`;&|")
+			f = strings.TrimLeft(f, "(")
+			if !strings.Contains(f, "$(") {
+				f = strings.TrimRight(f, ")")
+			}
 			if f == "" {
 				continue
 			}
-			f = expandVars(f, env)
-			// A word that is a variable alone ($ARGS, "$@") may hold flags the doctor
-			// cannot see; one inside a word (--model=$MODEL) holds a value only.
-			if wholeVar.MatchString(f) && !takesValue(inv.Words) {
+			// A word that is a variable of arguments alone ($EXTRA_ARGS, "$@") may hold
+			// flags the doctor cannot see; one inside a word (--model=$MODEL), or a flag's
+			// value, holds a value only.
+			if m := wholeVar.FindStringSubmatch(f); m != nil && flagHolder.MatchString(m[1]) && !takesValue(inv.Words) {
 				inv.shell = true
 			}
 			inv.Words = append(inv.Words, f)
@@ -47,7 +51,8 @@ func ParseCommand(words []string, env map[string]string, origin string) Invocati
 
 var (
 	varRef   = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)|\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)`)
-	wholeVar = regexp.MustCompile(`^\$(\{?[A-Za-z_@*][A-Za-z0-9_]*\}?|\([A-Za-z_][A-Za-z0-9_]*\)|[@*])$`)
+	wholeVar   = regexp.MustCompile(`^\$\{?\(?([A-Za-z_][A-Za-z0-9_]*|[@*])\)?\}?$`)
+	flagHolder = regexp.MustCompile(`(?i)^[@*]$|ARG|OPT|FLAG|PARAM|EXTRA|CMD|COMMAND`)
 )
 
 // takesValue reports whether the last word is a flag waiting for its value (--rank, not

@@ -198,6 +198,9 @@ func Ptr[T any](v T) *T { return &v }
 type Refusal struct {
 	Pos
 	Msg string // names keys and variables, never a value
+	// Environment is true when what is missing is the environment's to give (a required
+	// variable, an env file kept out of the repository), not a mistake in the file.
+	Environment bool
 }
 
 // GPU vendors a plan can name.

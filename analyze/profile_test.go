@@ -105,9 +105,9 @@ func TestProfileDetectImage(t *testing.T) {
 		{"zenika/alpine-chrome", "chromium"},
 	}
 	for _, tt := range tests {
-		got := DetectProfile(Signals{Image: tt.image})
+		got := Identify(tt.image, Invocation{})
 		if id := profileIDOf(got); id != tt.want {
-			t.Errorf("DetectProfile(Image: %q) = %q, want %q", tt.image, id, tt.want)
+			t.Errorf("Identify(%q) = %q, want %q", tt.image, id, tt.want)
 		}
 	}
 }
@@ -158,9 +158,9 @@ func TestProfileDetectCommand(t *testing.T) {
 		{[]string{"serve", "vllm"}, ""},
 	}
 	for _, tt := range tests {
-		got := DetectProfile(Signals{Command: tt.command})
+		got := Identify("", ParseCommand(tt.command, nil, "the command"))
 		if id := profileIDOf(got); id != tt.want {
-			t.Errorf("DetectProfile(Command: %q) = %q, want %q", tt.command, id, tt.want)
+			t.Errorf("Identify(command %q) = %q, want %q", tt.command, id, tt.want)
 		}
 	}
 }
@@ -181,55 +181,40 @@ func TestProfileDetectPrecedence(t *testing.T) {
 		{"pytorch image beats ngc", Signals{Image: "nvcr.io/nvidia/pytorch:24.01-py3", GPUs: 1}, "pytorch"},
 		{"pytorch launcher beats ngc image",
 			Signals{Image: "nvcr.io/nvidia/nemo:24.05", Command: []string{"torchrun", "train.py"}}, "pytorch"},
-		{"ngc beats multi-gpu", Signals{Image: "nvcr.io/nvidia/tensorflow:24.01-tf2-py3", GPUs: AllGPUs}, "ngc"},
-		{"pytorch beats multi-gpu",
-			Signals{Image: "python:3.11", Command: []string{"torchrun", "train.py"}, GPUs: 2}, "pytorch"},
+		{"mpirun is a launcher", Signals{Command: []string{"mpirun", "-np", "4", "python", "train.py"}, GPUs: 1}, "pytorch"},
 
-		// A GPU alone is no evidence.
+		// GPUs name no program: a GPU request, however many, is no profile.
 		{"one gpu", Signals{Image: "nvidia/cuda:12.2.0-base-ubuntu22.04", GPUs: 1}, ""},
-		{"one gpu without image", Signals{GPUs: 1}, ""},
-		{"one gpu, unresolved image", Signals{Image: "${IMAGE}", GPUs: 1}, ""},
-		{"one gpu, device plugin", Signals{Image: "nvcr.io/nvidia/k8s-device-plugin:v0.15.0", GPUs: 1}, ""},
-		{"one gpu, web workers", Signals{Image: "myorg/api", Command: []string{"uvicorn", "app:app", "--workers", "4"}, GPUs: 1}, ""},
-		{"one gpu, one tensor-parallel rank", Signals{Command: []string{"python", "serve.py", "--tensor-parallel-size", "1"}, GPUs: 1}, ""},
-		{"one gpu, one replica", Signals{Image: "myorg/train", GPUs: 1, Replicas: 1}, ""},
-		{"replicas without a gpu", Signals{Image: "myorg/train", Replicas: 4}, ""},
-		{"dataloader workers without a gpu", Signals{Command: []string{"python", "train.py", "--workers", "8"}}, ""},
+		{"all gpus", Signals{Image: "myorg/app", GPUs: AllGPUs}, ""},
+		{"tensor parallel flag of an unknown program", Signals{Command: []string{"python serve.py --tensor_parallel_size=4"}}, ""},
 
-		// Several GPUs or GPU processes, stated plainly.
-		{"two gpus", Signals{Image: "nvidia/cuda:12.2.0-base-ubuntu22.04", GPUs: 2}, "multi-gpu"},
-		{"all gpus", Signals{Image: "myorg/app", GPUs: AllGPUs}, "multi-gpu"},
-		{"tensor parallel", Signals{Command: []string{"python", "-m", "fastchat.serve.vllm_worker", "--tensor-parallel-size", "2"}}, "multi-gpu"},
-		{"tensor parallel with =", Signals{Command: []string{"python serve.py --tensor_parallel_size=4"}}, "multi-gpu"},
-		{"deepspeed-mii gpus", Signals{Command: []string{"python", "serve.py", "--num_gpus", "2"}}, "multi-gpu"},
-		{"shards", Signals{Command: []string{"launcher", "--num-shard", "2"}}, "multi-gpu"},
-		{"pytorchjob replicas on gpus", Signals{Image: "myorg/train", GPUs: 1, Replicas: 3}, "multi-gpu"},
-		{"mpirun on a gpu", Signals{Command: []string{"mpirun", "-np", "4", "python", "train.py"}, GPUs: 1}, "multi-gpu"},
-		{"mpijob launcher without a gpu", Signals{Command: []string{"mpirun", "-np", "4", "python", "train.py"}, Replicas: 2}, ""},
-		{"dataloader workers on a gpu", Signals{Command: []string{"python", "train.py", "--workers", "8"}, GPUs: 1}, "pytorch"},
-		{"hf trainer workers on a gpu", Signals{Command: []string{"python", "train.py", "--dataloader_num_workers=4"}, GPUs: 1}, "pytorch"},
-
-		// Single-process GPU servers are no evidence, whatever their GPU count.
 		{"ollama on every gpu", Signals{Image: "ollama/ollama:latest", GPUs: AllGPUs}, "ollama"},
-		{"ollama rocm", Signals{Image: "ollama/ollama:rocm", GPUs: 1}, "ollama"},
 		{"tensorboard", Signals{Image: "tensorflow/tensorflow:latest-gpu", Command: []string{"tensorboard", "--logdir", "/runs"}, GPUs: AllGPUs}, "tensorboard"},
 		{"milvus gpu", Signals{Image: "milvusdb/milvus:v2.5.2-gpu", GPUs: 2}, "milvus"},
 		{"tei", Signals{Image: "ghcr.io/huggingface/text-embeddings-inference:1.8", GPUs: AllGPUs}, "tei"},
 		{"no signals", Signals{}, ""},
 		{"plain app", Signals{Image: "myorg/app:1.0", Command: []string{"./app"}}, ""},
 		{"specific profile wins over gpus", Signals{Image: "postgres:16", GPUs: 2}, "postgres"},
+		{"the Dockerfile's base image", Signals{Image: "myorg/trainer", Build: &Dockerfile{From: "pytorch/pytorch:2.4.0", FromAt: "Dockerfile:1"}}, "pytorch"},
+		{"the Dockerfile's command", Signals{Build: &Dockerfile{From: "python:3.12", FromAt: "Dockerfile:1", Command: []string{"vllm", "serve", "m"}, CommandAt: "Dockerfile:9"}}, "vllm"},
+		{"the service's command wins over the Dockerfile's", Signals{Command: []string{"./app"}, Build: &Dockerfile{From: "python:3.12", Command: []string{"vllm", "serve", "m"}}}, ""},
 	}
 	for _, tt := range tests {
-		if id := profileIDOf(DetectProfile(tt.s)); id != tt.want {
-			t.Errorf("%s: DetectProfile(%+v) = %q, want %q", tt.name, tt.s, id, tt.want)
+		if id := profileIDOf(detect(tt.s)); id != tt.want {
+			t.Errorf("%s: ReadWorkload(%+v) = %q, want %q", tt.name, tt.s, id, tt.want)
 		}
 	}
+}
+
+func detect(s Signals) *Profile {
+	p, _ := ReadWorkload(s)
+	return p
 }
 
 func TestProfileTable(t *testing.T) {
 	all := Profiles()
 	required := []string{"pytorch", "vllm", "tgi", "triton", "sglang", "ray", "nim", "ngc", "chromium", "postgres",
-		"ollama", "tei", "milvus", "tensorboard", "multi-gpu"}
+		"ollama", "tei", "milvus", "tensorboard"}
 	seen := map[string]bool{}
 	for _, p := range all {
 		if seen[p.ID] {
@@ -245,8 +230,8 @@ func TestProfileTable(t *testing.T) {
 		if !strings.HasPrefix(p.URL, "https://") || strings.ContainsAny(p.URL, " \t") {
 			t.Errorf("%s: URL %q is not an https link", p.ID, p.URL)
 		}
-		if p.MinShm != 0 && p.MinShm < 64<<20 || p.MinShm == 0 && p.GPUWorkload {
-			t.Errorf("%s: MinShm %d is below Docker's 64 MiB default", p.ID, p.MinShm)
+		if p.NoShm == (p.read != nil) {
+			t.Errorf("%s: a profile reads its parameters, or passes nothing through /dev/shm (NoShm), not both", p.ID)
 		}
 		for _, pattern := range p.images {
 			if strings.ContainsAny(pattern, ":@ ") || pattern != strings.ToLower(pattern) {
@@ -269,11 +254,7 @@ func TestProfileTable(t *testing.T) {
 				}
 			}
 		}
-		if p.ID == "multi-gpu" {
-			if len(p.images)+len(p.commands) != 0 {
-				t.Errorf("multi-gpu must only come from GPU evidence, it has patterns")
-			}
-		} else if len(p.images)+len(p.commands) == 0 {
+		if len(p.images)+len(p.commands) == 0 {
 			t.Errorf("%s: no image or command patterns", p.ID)
 		}
 	}
@@ -282,11 +263,7 @@ func TestProfileTable(t *testing.T) {
 			t.Errorf("profile %q is missing", id)
 		}
 	}
-	if n := len(all); n == 0 || all[n-1].ID != "multi-gpu" {
-		t.Errorf("multi-gpu must be the last profile")
-	}
-
-	for _, id := range []string{"pytorch", "ngc", "vllm", "tgi", "triton", "sglang", "nim", "multi-gpu"} {
+	for _, id := range []string{"pytorch", "ngc", "vllm", "tgi", "triton", "sglang", "nim"} {
 		if p := ProfileByID(id); p == nil || !p.GPUWorkload {
 			t.Errorf("%s: want GPUWorkload", id)
 		}
@@ -301,7 +278,7 @@ func TestProfileTable(t *testing.T) {
 func TestProfileByID(t *testing.T) {
 	for _, p := range Profiles() {
 		got := ProfileByID(p.ID)
-		if got == nil || got.ID != p.ID || got.MinShm != p.MinShm || got.URL != p.URL {
+		if got == nil || got.ID != p.ID || got.Note != p.Note || got.URL != p.URL {
 			t.Errorf("ProfileByID(%q) = %+v, want %+v", p.ID, got, p)
 		}
 	}
@@ -313,44 +290,19 @@ func TestProfileByID(t *testing.T) {
 }
 
 func TestProfileTableIsNotShared(t *testing.T) {
-	want := ProfileByID("vllm").MinShm
+	want := ProfileByID("vllm").Name
 
 	p := ProfileByID("vllm")
-	p.MinShm = 0
+	p.Name = ""
 	all := Profiles()
-	all[0].MinShm = 0
-	DetectProfile(Signals{Image: "vllm/vllm-openai"}).MinShm = 0
+	all[0].Name = ""
+	detect(Signals{Image: "vllm/vllm-openai"}).Name = ""
 
-	if got := ProfileByID("vllm").MinShm; got != want {
-		t.Errorf("editing a returned profile changed the table: MinShm = %d, want %d", got, want)
+	if got := ProfileByID("vllm").Name; got != want {
+		t.Errorf("editing a returned profile changed the table: Name = %q, want %q", got, want)
 	}
-	if got := Profiles()[0].MinShm; got == 0 {
+	if got := Profiles()[0].Name; got == "" {
 		t.Errorf("editing the Profiles() slice changed the table")
-	}
-}
-
-func TestProfileMinShmValues(t *testing.T) {
-	// Pinned so a change to a recommendation is a deliberate edit of both the table and the
-	// rule docs that quote it.
-	want := map[string]int64{
-		"vllm":      2 << 30,
-		"sglang":    32 << 30,
-		"tgi":       1 << 30,
-		"triton":    1 << 30,
-		"nim":       16 << 30,
-		"ray":       2 << 30,
-		"pytorch":   1 << 30,
-		"ngc":       1 << 30,
-		"chromium":  2 << 30,
-		"postgres":  256 << 20,
-		"multi-gpu": 1 << 30,
-		// GPU servers that need no more than the default.
-		"ollama": 0, "tei": 0, "milvus": 0, "tensorboard": 0,
-	}
-	for id, size := range want {
-		if p := ProfileByID(id); p == nil || p.MinShm != size {
-			t.Errorf("%s: MinShm = %v, want %d", id, p, size)
-		}
 	}
 }
 
@@ -435,10 +387,10 @@ func TestProfileImagePatterns(t *testing.T) {
 				t.Errorf("%s: image pattern %q has no pinned hit and near miss", p.ID, pattern)
 				continue
 			}
-			if got := profileIDOf(DetectProfile(Signals{Image: pin.hit})); got != p.ID {
+			if got := profileIDOf(Identify(pin.hit, Invocation{})); got != p.ID {
 				t.Errorf("%s: %q takes %q as %q, want %q", pattern, pattern, pin.hit, got, p.ID)
 			}
-			if got := profileIDOf(DetectProfile(Signals{Image: pin.miss})); got == p.ID {
+			if got := profileIDOf(Identify(pin.miss, Invocation{})); got == p.ID {
 				t.Errorf("%s: near miss %q is taken as %q", pattern, pin.miss, got)
 			}
 		}

@@ -159,6 +159,6 @@ func NeedSources() []NeedSource {
 		{"NVIDIA NIM for LLMs documentation: Getting Started", "https://docs.nvidia.com/nim/large-language-models/1.8.0/getting-started.html"},
 		srcRay, srcTorchrun, srcDeepSpeed, srcPostgres, srcChromium,
 		{"Triton Inference Server: Python backend, managing shared memory", "https://github.com/triton-inference-server/python_backend#managing-shared-memory"},
-		{"the project's truth lab: docs/lab.md", "docs/lab.md"},
+		{"the project's truth lab: docs/lab.md", "https://github.com/shmdoctor/shmdoctor/blob/main/docs/lab.md"},
 	}
 }

@@ -43,7 +43,9 @@ const recommendStack = `services:
     shm_size: 2g
     mem_limit: 4g
   small:
-    image: pytorch/pytorch
+    image: vllm/vllm-openai
+    command: --model m --tensor-parallel-size 4
+    deploy: {resources: {reservations: {devices: [{capabilities: [gpu], count: 4}]}}}
   web:
     image: nginx
     deploy:
@@ -79,9 +81,10 @@ func TestRecommend(t *testing.T) {
 		t.Errorf("trainer verdict: %s", r.Verdict)
 	}
 
-	// 10 MiB used, but PyTorch's minimum is 1 GiB; shm_size is not written: the service's line.
+	// 10 MiB used, but vLLM's four ranks need 712.7 MiB; shm_size is not written: the
+	// service's line.
 	r = analyze.Recommend(p, "small", 10*mib, analyze.Ptr(64*mib), nil, 1.5, agent)
-	if r.ShmSize != "1g" || r.FloorBytes != gib || !strings.Contains(r.FloorFrom, "PyTorch") || r.Set || r.Pos.Line != 6 || !r.Fits {
+	if r.ShmSize != "1g" || r.FloorBytes != 747298976 || !strings.Contains(r.FloorFrom, "vLLM") || r.Set || r.Pos.Line != 6 || !r.Fits {
 		t.Errorf("small: %+v", r)
 	}
 	if r.Snippet != "services:\n  small:\n    shm_size: 1g\n" {
@@ -95,7 +98,7 @@ func TestRecommend(t *testing.T) {
 	}
 
 	r = analyze.Recommend(p, "mounted", 50*mib, analyze.Ptr(64*mib), nil, 1.5, agent)
-	if r.Key != "tmpfs" || !r.Set || r.Pos.Line != 17 || !strings.Contains(r.Snippet, "/dev/shm:size=128m") {
+	if r.Key != "tmpfs" || !r.Set || r.Pos.Line != 19 || !strings.Contains(r.Snippet, "/dev/shm:size=128m") {
 		t.Errorf("mounted: %+v", r)
 	}
 

@@ -22,6 +22,9 @@ func ReadWorkload(s Signals) (*Profile, *Use) {
 		}
 	}
 	p := Identify(image, inv)
+	if p == nil && s.GPUs != 0 && dataLoader(inv) {
+		p = ProfileByID("pytorch") // DataLoader workers on a GPU: a PyTorch job, whatever its image
+	}
 	if p == nil {
 		return nil, nil
 	}
@@ -90,15 +93,9 @@ func unknownRanks(u *Use, what string) {
 // collective sets a use of n ranks talking through NCCL, plus extra bytes of the program's
 // own (described by what) where it has some.
 func collective(u *Use, s Signals, n int, inv Invocation, extra int64, what string, sources ...NeedSource) {
-	if s.GPUs > 0 && n > s.GPUs {
-		// One rank a GPU: the others run in other containers (pipeline stages or a
-		// tensor-parallel group across nodes), and NCCL reaches them over the network.
-		u.Evidence = append(u.Evidence, fmt.Sprintf("%d of the %d ranks here, one a GPU", s.GPUs, n))
-		n = s.GPUs
-		if n <= 1 {
-			oneProcess(u, "one GPU in this container runs one rank; the others run elsewhere")
-			return
-		}
+	if n = localRanks(u, s, n); n <= 1 {
+		oneProcess(u, "one GPU in this container runs one rank; the others run elsewhere")
+		return
 	}
 	need, formula, ev := ncclUse(n, inv)
 	u.Evidence = append(u.Evidence, ev...)
@@ -113,6 +110,17 @@ func collective(u *Use, s Signals, n int, inv Invocation, extra int64, what stri
 		formula += ", plus " + what
 	}
 	u.Need, u.Formula = need+extra, formula
+}
+
+// localRanks is how many of n ranks run in this container: one a GPU, where its GPU count
+// is known; the others run in other containers (pipeline stages or a tensor-parallel group
+// across nodes), and NCCL reaches them over the network.
+func localRanks(u *Use, s Signals, n int) int {
+	if s.GPUs > 0 && n > s.GPUs {
+		u.Evidence = append(u.Evidence, fmt.Sprintf("%d of the %d ranks here, one a GPU", s.GPUs, n))
+		return s.GPUs
+	}
+	return n
 }
 
 var (
@@ -172,6 +180,10 @@ func readVLLM(s Signals, inv Invocation, u *Use) {
 	case n <= 1:
 		oneProcess(u, "one rank (vLLM's default tensor and pipeline parallel sizes are 1) runs in one process: its engine talks to it over sockets, not /dev/shm")
 	default:
+		if n = localRanks(u, s, n); n <= 1 {
+			oneProcess(u, "one GPU in this container runs one rank; the others run elsewhere")
+			return
+		}
 		q, what := vllmQueues(n, inv)
 		collective(u, s, n, inv, q, what, srcVLLM)
 	}
@@ -391,8 +403,8 @@ func readTorch(s Signals, inv Invocation, u *Use) {
 	if from != "" {
 		u.Evidence = append(u.Evidence, from)
 	}
-	workers := inv.Flag("num_workers", "num-workers", "workers", "dataloader_num_workers", "dataloader-num-workers")
-	loader := workers.Set && !inv.Runs("uvicorn") && !inv.Runs("gunicorn") && !inv.Runs("celery")
+	workers := inv.Flag(workerFlags...)
+	loader := dataLoader(inv)
 	if w, ok := workers.Int(); loader && ok && w == 0 {
 		loader = false
 		u.Evidence = append(u.Evidence, workers.From+" in "+inv.Origin)
@@ -412,7 +424,7 @@ func readTorch(s Signals, inv Invocation, u *Use) {
 	case loader:
 		u.Evidence = append(u.Evidence, workers.From+" in "+inv.Origin)
 		u.Unknown = "DataLoader workers pass their batches through /dev/shm, (workers × prefetch_factor + 2.5) batches at the peak, and the batch size is not written (x-shmdoctor.dataloader with batch_bytes gives it)"
-		u.Sources = []NeedSource{{"the project's truth lab: docs/lab.md", "docs/lab.md"}}
+		u.Sources = []NeedSource{{"the project's truth lab: docs/lab.md", "https://github.com/shmdoctor/shmdoctor/blob/main/docs/lab.md"}}
 	case launcher && n > 1 && (inv.Runs("deepspeed") || inv.Runs("-m deepspeed.launcher.*")):
 		u.Need = int64(n) * deepspeedWorkspace
 		u.Formula = fmt.Sprintf("DeepSpeed's CPU allreduce writes a workspace of 2 × 1 MiB + 2 × 32 MiB for each of %d ranks = %s", n, FormatSize(u.Need))
@@ -424,6 +436,20 @@ func readTorch(s Signals, inv Invocation, u *Use) {
 	default:
 		oneProcess(u, "no launcher, DataLoader workers or ranks are written in its command: nothing known passes between processes")
 	}
+}
+
+// workerFlags set the PyTorch DataLoader workers of a training or inference script.
+var workerFlags = []string{"num_workers", "num-workers", "workers", "dataloader_num_workers", "dataloader-num-workers"}
+
+// dataLoader reports whether a command sets DataLoader workers: a workers flag, unless a web
+// server's (uvicorn, gunicorn, celery: their --workers are processes serving requests).
+func dataLoader(inv Invocation) bool {
+	for _, server := range []string{"uvicorn", "gunicorn", "hypercorn", "granian", "daphne", "celery"} {
+		if inv.Runs(server) {
+			return false
+		}
+	}
+	return inv.Flag(workerFlags...).Set
 }
 
 // PostgreSQL keeps dynamic shared memory in /dev/shm (dynamic_shared_memory_type posix,

@@ -104,8 +104,9 @@ func TestWriteTarget(t *testing.T) {
 		target int64
 		skip   bool
 	}{
-		{"need", analyze.ShmPlan{Need: i64(3 * gib), Profile: &analyze.Profile{MinShm: gib}, Configured: i64(gib)}, auto, 3 * gib, false},
-		{"profile", analyze.ShmPlan{Profile: &analyze.Profile{MinShm: gib}, Configured: i64(2 * gib)}, auto, gib, false},
+		{"need", analyze.ShmPlan{Need: i64(3 * gib), Use: &analyze.Use{Need: gib}, Configured: i64(gib)}, auto, 3 * gib, false},
+		{"the parameters' need", analyze.ShmPlan{Use: &analyze.Use{Need: gib}, Configured: i64(2 * gib)}, auto, gib, false},
+		{"a use of unknown size", analyze.ShmPlan{Use: &analyze.Use{Unknown: "the rows decide"}, Configured: i64(2 * gib)}, auto, 2 * gib, false},
 		{"configured", analyze.ShmPlan{Configured: i64(2 * gib), Predicted: i64(64 * mib)}, auto, 2 * gib, false},
 		{"predicted", analyze.ShmPlan{Configured: i64(0), Predicted: i64(64 * mib)}, auto, 64 * mib, false},
 		{"nothing", analyze.ShmPlan{}, auto, 0, true},

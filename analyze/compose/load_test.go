@@ -83,7 +83,7 @@ func TestBadInput(t *testing.T) {
 
 // TestPartialFile analyses an override file alone, as CI jobs check them, with a note.
 func TestPartialFile(t *testing.T) {
-	dir := testutil.WriteFiles(t, map[string]string{"gpu.yaml": "services:\n  app:\n    shm_size: 64m\n    deploy:\n      resources:\n        reservations:\n          devices: [{driver: nvidia, count: 2, capabilities: [gpu]}]\n"})
+	dir := testutil.WriteFiles(t, map[string]string{"gpu.yaml": "services:\n  app:\n    shm_size: 64m\n    command: torchrun --nproc_per_node 4 train.py\n    deploy:\n      resources:\n        reservations:\n          devices: [{driver: nvidia, count: 4, capabilities: [gpu]}]\n"})
 	p := Load(context.Background(), Options{Paths: []string{filepath.Join(dir, "gpu.yaml")}})[0]
 	if len(p.Errors) > 0 || !p.Compose {
 		t.Fatalf("errors: %v", p.Errors)

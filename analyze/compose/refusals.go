@@ -49,7 +49,7 @@ func (p *project) refusals(plan *analyze.ShmPlan) {
 		source.Scalars(l.node, "", func(_ string, v *yaml.Node) {
 			if vars := p.env.requiredIn(v.Value); len(vars) > 0 {
 				plan.Refusals = append(plan.Refusals, analyze.Refusal{Pos: p.Index.Pos(l.file, v),
-					Msg: fmt.Sprintf("required variable %s is not set: docker compose stops at this value", strings.Join(vars, ", "))})
+					Msg: fmt.Sprintf("required variable %s is not set: docker compose stops at this value", strings.Join(vars, ", ")), Environment: true})
 			}
 		})
 	}
@@ -83,7 +83,7 @@ func (p *project) refusals(plan *analyze.ShmPlan) {
 		}
 		if _, err := os.Stat(f.Path); errors.Is(err, fs.ErrNotExist) {
 			at, _ := p.envFileEntry(plan.Service, f.Path)
-			plan.Refusals = append(plan.Refusals, analyze.Refusal{Pos: at, Msg: fmt.Sprintf("required env_file %s does not exist: docker compose stops at it", p.Index.Display(f.Path))})
+			plan.Refusals = append(plan.Refusals, analyze.Refusal{Pos: at, Msg: fmt.Sprintf("required env_file %s does not exist: docker compose stops at it", p.Index.Display(f.Path)), Environment: true})
 		}
 	}
 }

@@ -12,7 +12,8 @@ import (
 )
 
 // TestCorpusGPUEvidence pins the GPU verdicts on real files: single-process GPU servers and
-// bare GPUs get no SHM010/SHM101 warning, evidence still does.
+// bare GPUs, one or all of them, get no SHM010/SHM101; a program whose parameters say it
+// shares memory still does.
 func TestCorpusGPUEvidence(t *testing.T) {
 	dir := testutil.Corpus(t)
 	tests := []struct {
@@ -26,10 +27,11 @@ func TestCorpusGPUEvidence(t *testing.T) {
 		// A bare GPU: the info line only.
 		{"compose/lllyasviel__Fooocus/docker-compose.yml", "app", "SHM010", false},
 		{"compose/lllyasviel__Fooocus/docker-compose.yml", "app", "SHM015", true},
-		// count: all is several GPUs.
-		{"compose/infiniflow__ragflow/docker/docker-compose.yml", "ragflow-gpu", "SHM010", true},
-		// TorchServe-like single-GPU Triton keeps its vendor's 1g; a one-GPU job without
-		// evidence does not warn.
+		// count: all is every GPU of the host, and names no program: the info line only.
+		{"compose/infiniflow__ragflow/docker/docker-compose.yml", "ragflow-gpu", "SHM010", false},
+		{"compose/infiniflow__ragflow/docker/docker-compose.yml", "ragflow-gpu", "SHM015", true},
+		// Triton's Python backend uses /dev/shm in amounts its models decide: info, no number;
+		// a one-GPU job without evidence says nothing.
 		{"k8s/GoogleCloudPlatform__kubernetes-engine-samples/ai-ml__gke-online-serving-single-gpu__src__gke-config__deployment-triton.yaml", "Deployment/triton-deployment:triton-server", "SHM101", true},
 		{"k8s/GoogleCloudPlatform__kubernetes-engine-samples/ai-ml__axolotl-multimodal-finetuning-gemma__k8s__axolotl-training-job.yaml", "axolotl-training/Job/gemma3-melanoma-training:axolotl", "SHM101", false},
 	}

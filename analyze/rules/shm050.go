@@ -14,7 +14,10 @@ var shm050 = analyze.Rule{
 			"/dev/shm: a required variable (`${X?message}`, `${X:?message}`) that is not set, a `volumes` entry " +
 			"compose cannot parse (`/a:/b:ro:x`) or whose target is not an absolute path (the engine refuses the " +
 			"container), a required `env_file` that does not exist. The doctor reports each at its entry and " +
-			"still analyses the rest of the project, as if the entry were fixed. It names the variable or the " +
+			"still analyses the rest of the project. A defect of the file (a volume entry) is an error; what the " +
+			"environment must give (a required variable, an env file kept out of the repository, as CI checkouts " +
+			"have them) is info. In both cases it " +
+			"goes on as if the entry were fixed. It names the variable or the " +
 			"file, never a value, a file's content or the message written after `?`.",
 		Problematic: "services:\n  app:\n    image: \"myorg/app:${TAG:?set TAG}\"\n    volumes:\n      - ./data:data\n" +
 			"    env_file:\n      - path: app.env\n        required: true\n",
@@ -31,11 +34,17 @@ var shm050 = analyze.Rule{
 	},
 	Check: func(p *analyze.Pass) {
 		for _, r := range p.Plan.Refusals {
-			p.Report(analyze.Finding{
+			f := analyze.Finding{
 				Pos:         r.Pos,
 				Message:     r.Msg,
-				Remediation: "Correct the entry, or set what it requires, before running docker compose.",
-			})
+				Remediation: "Correct the entry before running docker compose.",
+			}
+			if r.Environment {
+				// A checkout in CI lacks what only the deployment gives: info, not a defect.
+				f.Severity = analyze.Info
+				f.Remediation = "Set what it requires where the stack starts, or run the doctor with --env-file."
+			}
+			p.Report(f)
 		}
 	},
 }

@@ -115,7 +115,7 @@ func TestBombsAreBounded(t *testing.T) {
 		want  string
 	}{
 		{"doubling .env", map[string]string{"dbl/compose.yaml": pgCompose, "dbl/.env": dbl.String()}, 2, "dbl/.env:20 the value would expand to more than 1 MiB: refusing an expansion bomb"},
-		{"nested defaults", map[string]string{"nest/compose.yaml": pgCompose + "    shm_size: \"" + strings.Repeat("${A:-", 8000) + "1g" + strings.Repeat("}", 8000) + "\"\n"}, 2, "nest/compose.yaml:4:5 services.db.shm_size: variables are nested 8000 deep"},
+		{"nested defaults", map[string]string{"nest/compose.yaml": pgCompose + "    shm_size: \"" + strings.Repeat("${A:-", 8000) + "1g" + strings.Repeat("}", 8000) + "\"\n"}, 2, "nest/compose.yaml:5:5 services.db.shm_size: variables are nested 8000 deep"},
 		{"include diamond", diamond, 0, "no findings in 2 projects, 26 services"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -83,6 +83,8 @@ spec:
       containers:
         - name: "vllm\e]52;c;ZXZpbA==\a\n  ::error::forged"
           image: vllm/vllm-openai:v0.6.3
+          args: [--tensor-parallel-size, "4"]
+          resources: {limits: {nvidia.com/gpu: 4}}
 `})
 	_, out, errs := shmdoctor(t, "", "--probe", "never", "-v", dir)
 	if c := rawControl(out + errs); c != "" {

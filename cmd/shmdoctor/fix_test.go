@@ -97,7 +97,7 @@ func TestFixApplies(t *testing.T) {
 // TestFixWriteSymlink writes through a symlinked compose file: the target changes, the link
 // stays a link.
 func TestFixWriteSymlink(t *testing.T) {
-	dir := testutil.WriteFiles(t, map[string]string{"real/compose.yaml": "services:\n  web:\n    image: postgres:16\n"})
+	dir := testutil.WriteFiles(t, map[string]string{"real/compose.yaml": "services:\n  web:\n    image: postgres:16\n    x-shmdoctor: {need: 200m}\n"})
 	link := filepath.Join(dir, "compose.yaml")
 	if err := os.Symlink(filepath.Join("real", "compose.yaml"), link); err != nil {
 		t.Fatal(err)
@@ -110,7 +110,7 @@ func TestFixWriteSymlink(t *testing.T) {
 		t.Fatalf("compose.yaml is no longer a symlink: %v", err)
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, "real", "compose.yaml"))
-	if want := "services:\n  web:\n    image: postgres:16\n    shm_size: 256m\n"; string(b) != want {
+	if want := "services:\n  web:\n    image: postgres:16\n    x-shmdoctor: {need: 200m}\n    shm_size: 256m\n"; string(b) != want {
 		t.Errorf("real/compose.yaml is %q, want %q", b, want)
 	}
 }
@@ -189,7 +189,7 @@ func TestFixSharedFile(t *testing.T) {
 // after the project was loaded), no file is written, so the stack is never left half fixed.
 func TestFixWriteAllOrNothing(t *testing.T) {
 	files := map[string]string{
-		"compose.yaml":          "services:\n  db:\n    image: postgres:16\n  web:\n    image: alpine\n",
+		"compose.yaml":          "services:\n  db:\n    image: postgres:16\n    x-shmdoctor: {need: 200m}\n  web:\n    image: alpine\n",
 		"compose.override.yaml": "services:\n  web:\n    ipc: host\n    shm_size: 1g\n    command: x\n",
 	}
 	dir := testutil.WriteFiles(t, files)
@@ -221,7 +221,7 @@ func TestFixWriteAllOrNothing(t *testing.T) {
 // TestFixWriteReadOnly refuses a file its owner made read-only, though its folder would
 // let a rename replace it, and whoever runs the fix (root too), and does not say it fixed it.
 func TestFixWriteReadOnly(t *testing.T) {
-	dir := testutil.WriteFiles(t, map[string]string{"compose.yaml": "services:\n  db:\n    image: postgres:16\n"})
+	dir := testutil.WriteFiles(t, map[string]string{"compose.yaml": "services:\n  db:\n    image: postgres:16\n    x-shmdoctor: {need: 200m}\n"})
 	t.Chdir(dir)
 	if err := os.Chmod("compose.yaml", 0o444); err != nil {
 		t.Fatal(err)
@@ -233,7 +233,7 @@ func TestFixWriteReadOnly(t *testing.T) {
 	if strings.Contains(out, "fixed:") {
 		t.Errorf("a fix that was not written is said to be fixed: %q", out)
 	}
-	if b, _ := os.ReadFile("compose.yaml"); string(b) != "services:\n  db:\n    image: postgres:16\n" {
+	if b, _ := os.ReadFile("compose.yaml"); string(b) != "services:\n  db:\n    image: postgres:16\n    x-shmdoctor: {need: 200m}\n" {
 		t.Errorf("compose.yaml was rewritten: %q", b)
 	}
 }

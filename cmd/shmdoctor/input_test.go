@@ -45,7 +45,7 @@ func boundedDoctor(t *testing.T, dir string, args ...string) (int, string) {
 	return code, out.String()
 }
 
-const pgCompose = "services:\n  db:\n    image: postgres:16\n"
+const pgCompose = "services:\n  db:\n    image: postgres:16\n    x-shmdoctor: {need: 200m}\n"
 
 func writeFiles(t *testing.T, dir string, files map[string]string) {
 	t.Helper()
@@ -78,7 +78,7 @@ func TestInputsAreBounded(t *testing.T) {
 	}{
 		{"path", nil, []string{"/dev/zero"}, "/dev/zero is not a regular file (a character device)"},
 		{"include", map[string]string{"p/compose.yaml": "include: [/dev/zero]\n" + pgCompose}, []string{"p"}, "p/compose.yaml:1:11 include /dev/zero resolves outside the project root"},
-		{"extends", map[string]string{"p/compose.yaml": pgCompose + "    extends: {file: /dev/zero, service: x}\n"}, []string{"p"}, "p/compose.yaml:4:21 extends file /dev/zero resolves outside the project root"},
+		{"extends", map[string]string{"p/compose.yaml": pgCompose + "    extends: {file: /dev/zero, service: x}\n"}, []string{"p"}, "p/compose.yaml:5:21 extends file /dev/zero resolves outside the project root"},
 		{"dotenv", map[string]string{"p/compose.yaml": pgCompose, "p/.env": "->/dev/zero"}, []string{"p"}, "p/.env resolves outside the project root"},
 		{"override", map[string]string{"p/compose.yaml": pgCompose, "p/compose.override.yaml": "->/dev/zero"}, []string{"p"}, "p/compose.override.yaml resolves outside the project root"},
 		{"included env", map[string]string{"p/compose.yaml": "include: [inc/compose.yaml]\n", "p/inc/compose.yaml": pgCompose, "p/inc/.env": "->/dev/zero"}, []string{"p"}, "p/inc/.env resolves outside the project root"},
@@ -113,7 +113,7 @@ func TestEnvFileFlagIsBounded(t *testing.T) {
 // TestFIFOPathIsReadOnce gives a manifest and a compose file through FIFOs, as <(cat pod.yaml)
 // does: each is written once, and the doctor must analyse what it held.
 func TestFIFOPathIsReadOnce(t *testing.T) {
-	pod := "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    image: pytorch/pytorch\n    command: [torchrun, train.py]\n"
+	pod := "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    image: pytorch/pytorch\n    command: [torchrun, --nproc-per-node=4, train.py]\n    resources: {limits: {nvidia.com/gpu: 4}}\n"
 	for _, tc := range []struct{ content, want string }{
 		{pod, "SHM101 pod.fifo:6:5"},
 		{pgCompose, "SHM010 pod.fifo:2:3"},

@@ -22,6 +22,8 @@ spec:
       containers:
         - name: vllm
           image: vllm/vllm-openai:v0.6.3
+          args: [--tensor-parallel-size, "4"]
+          resources: {limits: {nvidia.com/gpu: 4}}
 ---
 apiVersion: v1
 kind: Pod
@@ -51,7 +53,7 @@ func TestKubernetesStdin(t *testing.T) {
 		}
 		rules[f.Rule] = f.Line
 	}
-	if rules["SHM101"] != 13 || rules["SHM105"] != 20 {
+	if rules["SHM101"] != 13 || rules["SHM105"] != 22 {
 		t.Errorf("findings: %+v", p.Findings)
 	}
 }

@@ -15,7 +15,7 @@ import (
 // project could not be loaded, and no variable's value is printed.
 func TestRealWorldInput(t *testing.T) {
 	t.Setenv("SHMDOCTOR_TEST_SECRET", "s3cr3t-token-value")
-	good := testutil.WriteFiles(t, map[string]string{"compose.yaml": "services:\n  pg:\n    image: postgres:16\n"})
+	good := testutil.WriteFiles(t, map[string]string{"compose.yaml": "services:\n  pg:\n    image: postgres:16\n    x-shmdoctor: {need: 200m}\n"})
 	cases := []struct {
 		name, src string
 		line, col int // 0: the project loads

@@ -330,7 +330,7 @@ func TestRecursiveVariants(t *testing.T) {
 		"default": {"SHM020"},
 		prod:      {"SHM001"},
 		"overlay -f testdata/discover/stack/docker-compose.yml -f testdata/discover/stack/docker-compose.gpu.yml": {"SHM012"},
-		"standalone -f testdata/discover/stack/docker-compose-vllm.yml":                                           {"SHM010", "SHM030"},
+		"standalone -f testdata/discover/stack/docker-compose-vllm.yml":                                           {"SHM010"},
 		"standalone -f testdata/discover/stack/ray-cluster.yaml":                                                  {"SHM014"},
 	}
 	if fmt.Sprint(rules) != fmt.Sprint(want) {

@@ -232,7 +232,7 @@ func TestBaselineRefusesDanglingLink(t *testing.T) {
 // symlink to a file outside the checkout, nor any other file of the run.
 func TestFixWriteRefusesOutsideLink(t *testing.T) {
 	proj, outside := checkout(t)
-	const stack = "services:\n  db:\n    image: postgres:16\n"
+	const stack = "services:\n  db:\n    image: postgres:16\n    x-shmdoctor: {need: 200m}\n"
 	for name, content := range map[string]string{filepath.Join(outside, "compose.yaml"): stack, filepath.Join(proj, "inside", "compose.yaml"): stack} {
 		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
 			t.Fatal(err)

@@ -127,7 +127,7 @@ func TestOutputKeepsTarget(t *testing.T) {
 // that file's name or another, and nothing is written.
 func TestOutputRefusesInputs(t *testing.T) {
 	files := map[string]string{
-		"compose.yaml":    "include:\n  - inc.yaml\nservices:\n  db:\n    image: postgres:${PG}\n    env_file: app.env\n  web:\n    extends:\n      file: base.yaml\n      service: base\n",
+		"compose.yaml":    "include:\n  - inc.yaml\nservices:\n  db:\n    image: postgres:${PG}\n    x-shmdoctor: {need: 200m}\n    env_file: app.env\n  web:\n    extends:\n      file: base.yaml\n      service: base\n",
 		"inc.yaml":        "services:\n  cache:\n    image: redis\n",
 		"base.yaml":       "services:\n  base:\n    image: alpine\n",
 		".env":            "PG=16\n",
@@ -163,7 +163,7 @@ func TestOutputRefusesInputs(t *testing.T) {
 // TestFixWriteKeepsIdentity: --fix --write keeps a file's owner, group, mode and hard links.
 func TestFixWriteKeepsIdentity(t *testing.T) {
 	requireRoot(t)
-	const before = "services:\n  db:\n    image: postgres:16\n"
+	const before = "services:\n  db:\n    image: postgres:16\n    x-shmdoctor: {need: 200m}\n"
 	dir := testutil.WriteFiles(t, map[string]string{"owned/compose.yaml": before, "linked/compose.yaml": before})
 	uid, gid := nobody(t)
 	owned := filepath.Join(dir, "owned", "compose.yaml")

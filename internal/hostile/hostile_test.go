@@ -214,41 +214,59 @@ func TestSecrets(t *testing.T) {
 		}
 		// What the doctor prints whatever the value is (a JSON key "service", a word of a
 		// message) is its own text, not the secret's: a run of the secret that the runs with
-		// another value print, for any key, does not count.
+		// another value print, for any key, does not count. The runs go in parallel
+		// (make hostile's -parallel): a probed run mostly waits on the engine.
+		var mu sync.Mutex
 		own := map[string]string{}
-		for _, key := range keys {
-			dir := project(t, map[string]string{"compose.yaml": testutil.SecretKeys[key]})
-			for _, args := range secretRuns(dir, probe) {
-				for where, text := range outputs(doctor(t, dir, []string{"SECRET=" + neutral}, nil, args...), dir) {
-					own[where] += text
-				}
-			}
-		}
-		checked := 0
-		for _, shape := range shapes {
-			secret := testutil.SecretShapes[shape]
-			runs := testutil.SecretRuns(secret, analyze.SecretRun)
+		t.Run(probe+"/own", func(t *testing.T) {
 			for _, key := range keys {
-				dir := project(t, map[string]string{"compose.yaml": testutil.SecretKeys[key]})
-				for _, args := range secretRuns(dir, probe) {
-					res := doctor(t, dir, []string{"SECRET=" + secret}, nil, args...)
-					var err error
-					for where, text := range outputs(res, dir) {
-						checked++
-						for _, run := range runs {
-							if strings.Contains(text, run) && !strings.Contains(own[where], run) {
-								err = fmt.Errorf("%s holds %q", where, run)
-								break
-							}
+				t.Run(key, func(t *testing.T) {
+					t.Parallel()
+					dir := project(t, map[string]string{"compose.yaml": testutil.SecretKeys[key]})
+					for _, args := range secretRuns(dir, probe) {
+						outs := outputs(doctor(t, dir, []string{"SECRET=" + neutral}, nil, args...), dir)
+						mu.Lock()
+						for where, text := range outs {
+							own[where] += text
 						}
+						mu.Unlock()
 					}
-					if res.killed {
-						err = fmt.Errorf("still running after %s", guard)
-					}
-					r.tried(t, fmt.Sprintf("%s in %s, %s", shape, key, args[0]), err)
+				})
+			}
+		})
+		checked := 0
+		t.Run(probe+"/grid", func(t *testing.T) {
+			for _, shape := range shapes {
+				secret := testutil.SecretShapes[shape]
+				runs := testutil.SecretRuns(secret, analyze.SecretRun)
+				for _, key := range keys {
+					t.Run(shape+"/"+key, func(t *testing.T) {
+						t.Parallel()
+						dir := project(t, map[string]string{"compose.yaml": testutil.SecretKeys[key]})
+						for _, args := range secretRuns(dir, probe) {
+							res := doctor(t, dir, []string{"SECRET=" + secret}, nil, args...)
+							var err error
+							outs := outputs(res, dir)
+							mu.Lock()
+							for where, text := range outs {
+								checked++
+								for _, run := range runs {
+									if strings.Contains(text, run) && !strings.Contains(own[where], run) {
+										err = fmt.Errorf("%s holds %q", where, run)
+										break
+									}
+								}
+							}
+							mu.Unlock()
+							if res.killed {
+								err = fmt.Errorf("still running after %s", guard)
+							}
+							r.tried(t, fmt.Sprintf("%s in %s, %s", shape, key, args[0]), err)
+						}
+					})
 				}
 			}
-		}
+		})
 		r.figure = fmt.Sprintf("%d outputs read", checked)
 	}
 }
