@@ -50,7 +50,7 @@ func ParseCommand(words []string, env map[string]string, origin string) Invocati
 }
 
 var (
-	varRef   = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)|\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)`)
+	varRef     = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)|\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)`)
 	wholeVar   = regexp.MustCompile(`^\$\{?\(?([A-Za-z_][A-Za-z0-9_]*|[@*])\)?\}?$`)
 	flagHolder = regexp.MustCompile(`(?i)^[@*]$|ARG|OPT|FLAG|PARAM|EXTRA|CMD|COMMAND`)
 )

@@ -35,9 +35,9 @@ func TestDockerfileEvidence(t *testing.T) {
     command: ["python", "app.py"]
     gpus: [{driver: nvidia, count: 4, capabilities: [gpu]}]
 `,
-		"server/Dockerfile": "ARG BASE=vllm/vllm-openai:v0.6.3\nFROM ${BASE}\nCMD [\"--model\", \"m\", \\\n  \"--tensor-parallel-size\", \"4\"]\n",
+		"server/Dockerfile":        "ARG BASE=vllm/vllm-openai:v0.6.3\nFROM ${BASE}\nCMD [\"--model\", \"m\", \\\n  \"--tensor-parallel-size\", \"4\"]\n",
 		"server/Dockerfile.stages": "FROM python:3.12 AS build\nARG TP=1\nFROM build AS serve\nENTRYPOINT vllm serve m --tensor-parallel-size 2\nFROM nginx\n",
-		"elsewhere/Dockerfile": "FROM vllm/vllm-openai\nCMD [\"--tensor-parallel-size\", \"4\"]\n",
+		"elsewhere/Dockerfile":     "FROM vllm/vllm-openai\nCMD [\"--tensor-parallel-size\", \"4\"]\n",
 	})
 	if err := os.MkdirAll(filepath.Join(dir, "linked"), 0o755); err != nil {
 		t.Fatal(err)
