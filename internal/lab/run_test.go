@@ -56,7 +56,7 @@ type result struct {
 // one it was built to show, or when the DataLoader estimate is below a real peak or more
 // than 15% above it.
 func TestLab(t *testing.T) {
-	start := time.Now()
+	start, loadBefore := time.Now(), loadAverage()
 	root, err := testutil.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +94,7 @@ func TestLab(t *testing.T) {
 			}
 		}
 	}
-	doc := labDoc(t, root, tags, builds, results, table, time.Since(start))
+	doc := labDoc(t, root, tags, builds, results, table, time.Since(start), loadBefore+" when it began, "+loadAverage()+" when it ended")
 	if err := os.WriteFile(filepath.Join(root, "docs", "lab.md"), []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -417,7 +417,7 @@ func agreementTable(results []*result) string {
 	return b.String()
 }
 
-func labDoc(t *testing.T, root string, tags, builds map[string]string, results []*result, table string, took time.Duration) string {
+func labDoc(t *testing.T, root string, tags, builds map[string]string, results []*result, table string, took time.Duration, load string) string {
 	t.Helper()
 	var b strings.Builder
 	b.WriteString("# The truth lab\n\n")
@@ -495,7 +495,7 @@ func labDoc(t *testing.T, root string, tags, builds map[string]string, results [
 	info, _ := command(t, os.Environ(), "docker", "info", "-f",
 		"Docker Engine {{.ServerVersion}}, storage {{.Driver}}, cgroup v{{.CgroupVersion}} ({{.CgroupDriver}}), kernel {{.KernelVersion}}, {{.OperatingSystem}}, {{.NCPU}} CPUs, {{.MemTotal}} bytes of memory")
 	fmt.Fprintf(&b, "- %s\n", strings.TrimSpace(info))
-	fmt.Fprintf(&b, "- host: %d CPUs (nproc), MemTotal %s, %s/%s\n", runtime.NumCPU(), memTotal(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(&b, "- host: %d CPUs (nproc), MemTotal %s, %s/%s; load average over a minute %s\n", runtime.NumCPU(), memTotal(), runtime.GOOS, runtime.GOARCH, load)
 	for _, r := range results {
 		if r.Real == Pass && strings.HasPrefix(r.Line, "torch ") {
 			fmt.Fprintf(&b, "- PyTorch: Debian's python3-torch, `%s`\n", strings.SplitN(r.Line, ":", 2)[0])
@@ -519,6 +519,18 @@ func labDoc(t *testing.T, root string, tags, builds map[string]string, results [
 		fmt.Fprintf(&b, "- image `%s`: %s (%s this run), packages %s\n", tags[n], mib(bytes), builds[n], strings.Join(images[n], ", "))
 	}
 	return b.String()
+}
+
+// loadAverage is the host's load average over the last minute, as /proc/loadavg says it.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	if f := strings.Fields(string(b)); len(f) > 0 {
+		return f[0]
+	}
+	return "unknown"
 }
 
 func memTotal() string {
