@@ -72,7 +72,9 @@ const dataloaderKeys = "workers, prefetch_factor, batch_bytes, persistent_worker
 // loop's batch is a pinned copy outside /dev/shm, and the estimate is a batch high.
 // Measured by the truth lab (make lab, docs/lab.md) with Debian's PyTorch 1.13 over two
 // epochs: 4 workers × prefetch 2 × 24 MiB peaked at 243.3 MiB (10.1 batches) without
-// persistent workers and 220.3 MiB (9.2) with them; the formula gives 252 and 228 MiB.
+// persistent workers and 220.3 MiB (9.2) with them; the formula gives 252 and 228 MiB. With
+// workers started by forkserver and no persistent workers it peaked at 216.1 MiB (9.0), where
+// the formula gives 228 MiB.
 func dataloaderNeed(v any) (int64, error) {
 	m, ok := v.(map[string]any)
 	if !ok {
