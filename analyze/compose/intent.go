@@ -12,7 +12,8 @@ import (
 )
 
 // intent reads x-shmdoctor: need, dataloader (need = (workers × prefetch_factor + 2½) ×
-// batch_bytes, one batch less with persistent_workers: see dataloaderNeed) and ignore. Mistakes in it are located errors: a silent typo would hide a real finding.
+// batch_bytes, one batch less with persistent_workers or workers started by forkserver or
+// spawn: see dataloaderNeed) and ignore. Mistakes in it are located errors: a silent typo would hide a real finding.
 func (p *project) intent(plan *analyze.ShmPlan, s *types.ServiceConfig) {
 	raw, ok := s.Extensions[analyze.IntentKey]
 	if !ok || raw == nil {
@@ -53,24 +54,31 @@ func (p *project) intent(plan *analyze.ShmPlan, s *types.ServiceConfig) {
 	}
 }
 
+const dataloaderKeys = "workers, prefetch_factor, batch_bytes, persistent_workers and start_method"
+
 // dataloaderNeed is the /dev/shm a PyTorch DataLoader holds at its peak, in batches:
 //
 //   - workers × prefetch_factor batches in flight, made by the workers in shared memory;
 //   - one more, the batch the training loop holds while the next one arrives;
 //   - half of one, for a batch a worker writes while the loop still holds the one before (the
 //     lab caught up to a fifth of one; half keeps a margin on a loaded machine);
-//   - without persistent_workers, one more: when an epoch ends the loop still holds its last
-//     batch while the next epoch's new workers fill their prefetch queues.
+//   - without persistent_workers, and with workers started by fork (Linux's default before
+//     Python 3.14), one more: the next epoch's new workers are forked while the loop holds
+//     the last batch of an epoch, inherit its mapping (their /proc/PID/maps show its deleted
+//     /dev/shm/torch_* file) and keep it in /dev/shm until they end. Workers started by
+//     forkserver or spawn are not forked from the loop and map none of its batches.
 //
 // pin_memory leaves it alone on a machine without CUDA (PyTorch turns it off); with CUDA the
 // loop's batch is a pinned copy outside /dev/shm, and the estimate is a batch high.
 // Measured by the truth lab (make lab, docs/lab.md) with Debian's PyTorch 1.13 over two
 // epochs: 4 workers × prefetch 2 × 24 MiB peaked at 243.3 MiB (10.1 batches) without
-// persistent workers and 220.3 MiB (9.2) with them; the formula gives 252 and 228 MiB.
+// persistent workers and 220.3 MiB (9.2) with them; the formula gives 252 and 228 MiB. With
+// workers started by forkserver and no persistent workers it peaked at 216.1 MiB (9.0), where
+// the formula gives 228 MiB.
 func dataloaderNeed(v any) (int64, error) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		return 0, fmt.Errorf("must be a mapping with workers, prefetch_factor, batch_bytes and persistent_workers")
+		return 0, fmt.Errorf("must be a mapping with %s", dataloaderKeys)
 	}
 	workers, err := intValue(m["workers"], "workers", -1)
 	if err != nil {
@@ -95,15 +103,25 @@ func dataloaderNeed(v any) (int64, error) {
 		}
 		persistent = b
 	}
+	forked := true
+	if v, ok := m["start_method"]; ok && v != nil {
+		switch v {
+		case "fork":
+		case "forkserver", "spawn":
+			forked = false
+		default:
+			return 0, fmt.Errorf("start_method must be fork, forkserver or spawn")
+		}
+	}
 	for k := range m {
 		switch k {
-		case "workers", "prefetch_factor", "batch_bytes", "persistent_workers":
+		case "workers", "prefetch_factor", "batch_bytes", "persistent_workers", "start_method":
 		default:
-			return 0, fmt.Errorf("%s is not a known key: use workers, prefetch_factor, batch_bytes and persistent_workers", k)
+			return 0, fmt.Errorf("%s is not a known key: use %s", k, dataloaderKeys)
 		}
 	}
 	need := (workers*factor+1)*batch + batch/2
-	if !persistent {
+	if !persistent && forked {
 		need += batch
 	}
 	return need, nil

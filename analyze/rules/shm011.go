@@ -17,10 +17,11 @@ var shm011 = analyze.Rule{
 			"vLLM's queues, a Ray object store) or the declared need (`x-shmdoctor.need`, " +
 			"`x-shmdoctor.dataloader`, `--need`). A Ray store that does not fit goes to /tmp, slower: " +
 			"info. A PyTorch DataLoader needs " +
-			"`(num_workers × prefetch_factor + 2.5) × batch` (one batch less with `persistent_workers`): " +
-			"the batches in flight, the batch the training loop holds, half of one being written while the " +
-			"loop holds the one before, and the last batch of an epoch still held while the next epoch's new " +
-			"workers fill their queues. `pin_memory` does not add to it (without CUDA PyTorch turns it off; " +
+			"`(num_workers × prefetch_factor + 2.5) × batch`, one batch less with `persistent_workers` or with " +
+			"`start_method` `forkserver` or `spawn`: the batches in flight, the batch the training loop holds, half of one " +
+			"being written while the loop holds the one before, and the last batch of an epoch, which the next " +
+			"epoch's new workers inherit when they are forked (fork, Linux's default before Python 3.14) and " +
+			"keep in /dev/shm until they end. `pin_memory` does not add to it (without CUDA PyTorch turns it off; " +
 			"with CUDA the loop's batch is a pinned copy outside /dev/shm). The truth lab (`make lab`, " +
 			"docs/lab.md) checks it against Debian's PyTorch 1.13: never below the real peak, at most 15% " +
 			"above it. Below a declared need this is an error.",

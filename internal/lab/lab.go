@@ -90,12 +90,14 @@ type Scenario struct {
 	Note    string // the compose file's first comment line
 	// Loader is the DataLoader declaration, nil for other workloads.
 	Loader *Loader
+	Env    map[string]string // the service's environment, written as a mapping
 }
 
 // Loader is a DataLoader declaration: x-shmdoctor.dataloader.
 type Loader struct {
 	Workers, Prefetch, BatchBytes int64
 	Persistent                    bool
+	StartMethod                   string // fork unless declared
 }
 
 // OldNeed is the need the doctor estimated before the lab: (workers × prefetch + 1) × batch.
@@ -114,12 +116,14 @@ func ReadScenario(name, dir string) (*Scenario, error) {
 			Expect string `yaml:"expect"`
 		} `yaml:"x-lab"`
 		Services map[string]struct {
+			Env    map[string]string `yaml:"environment"`
 			Intent struct {
 				Dataloader *struct {
 					Workers    int64  `yaml:"workers"`
 					Prefetch   *int64 `yaml:"prefetch_factor"`
 					Batch      string `yaml:"batch_bytes"`
 					Persistent bool   `yaml:"persistent_workers"`
+					Start      string `yaml:"start_method"`
 				} `yaml:"dataloader"`
 			} `yaml:"x-shmdoctor"`
 		} `yaml:"services"`
@@ -140,13 +144,16 @@ func ReadScenario(name, dir string) (*Scenario, error) {
 		s.Note = strings.TrimPrefix(first, "# ")
 	}
 	for svc, v := range doc.Services {
-		s.Service = svc
+		s.Service, s.Env = svc, v.Env
 		if d := v.Intent.Dataloader; d != nil {
 			batch, err := parseMiB(d.Batch)
 			if err != nil {
 				return nil, fmt.Errorf("%s: batch_bytes: %w", path, err)
 			}
-			l := &Loader{Workers: d.Workers, Prefetch: 2, BatchBytes: batch, Persistent: d.Persistent}
+			l := &Loader{Workers: d.Workers, Prefetch: 2, BatchBytes: batch, Persistent: d.Persistent, StartMethod: "fork"}
+			if d.Start != "" {
+				l.StartMethod = d.Start
+			}
 			if d.Prefetch != nil {
 				l.Prefetch = *d.Prefetch
 			}
@@ -154,6 +161,18 @@ func ReadScenario(name, dir string) (*Scenario, error) {
 		}
 	}
 	return s, nil
+}
+
+// LoaderEnv is the environment testdata/lab/loader.py reads to run loader l.
+func (l *Loader) LoaderEnv() map[string]string {
+	flag := map[bool]string{false: "0", true: "1"}
+	return map[string]string{
+		"WORKERS":      fmt.Sprint(l.Workers),
+		"PREFETCH":     fmt.Sprint(l.Prefetch),
+		"BATCH":        fmt.Sprint(l.BatchBytes >> 20),
+		"PERSISTENT":   flag[l.Persistent],
+		"START_METHOD": l.StartMethod,
+	}
 }
 
 // parseMiB reads the lab's batch sizes, written as "24MiB".

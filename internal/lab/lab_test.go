@@ -65,6 +65,17 @@ func TestScenarios(t *testing.T) {
 		}
 		if s.Loader != nil {
 			loaders++
+			// The loader runs what the doctor is told it runs; START_METHOD may be left to
+			// its default, fork.
+			for k, want := range s.Loader.LoaderEnv() {
+				got, ok := s.Env[k]
+				if !ok && k == "START_METHOD" {
+					got = "fork"
+				}
+				if got != want {
+					t.Errorf("%s: environment %s is %q, the dataloader declaration says %q", f, k, got, want)
+				}
+			}
 		}
 	}
 	if loaders == 0 {
