@@ -497,18 +497,20 @@ func labDoc(t *testing.T, root string, tags, builds map[string]string, results [
 		"turns it off (`dl-pin-persistent` peaks as the same loader without it would); with CUDA the loop's batch " +
 		"is a pinned copy outside `/dev/shm`, and the estimate is one batch high. The formula before the lab, " +
 		"(workers × prefetch + 1) × batch, is below the real peak of every loader that runs two epochs.\n" +
-		"- **PostgreSQL** (`analyze/profile.go`): a parallel hash join keeps its shared hash table in dynamic " +
+		"- **PostgreSQL** (`analyze/workload.go`): a parallel hash join keeps its shared hash table in dynamic " +
 		"shared memory in `/dev/shm`; it grows with the inner table (about 52 MiB per million rows of two " +
 		"integers) and fails with `could not resize shared memory segment ... No space left on device` when it " +
-		"does not fit. The profile minimum is 256 MiB: the join of two 3M-row tables fails at the postgres " +
-		"image's own 128mb example. With a small work_mem the join runs in batches and fits the default; a " +
-		"declared need that fits 64 MiB keeps SHM010 silent.\n" +
+		"does not fit. No setting gives its size, so the doctor claims none: the stacks declare the peak " +
+		"`shmdoctor watch` measured (`x-shmdoctor.need: 160MiB`), as its finding tells a user to, and the " +
+		"lab checks the verdicts on that need: the join of two 3M-row tables fails at the postgres image's own " +
+		"128mb example and on the default, and passes at the 256m the doctor then advises. With a small work_mem " +
+		"the join runs in batches and fits the default; a declared need that fits 64 MiB keeps SHM010 silent.\n" +
 		"- **Chromium**: not in the lab, because its failure did not reproduce here. Tried once with Debian's " +
 		"Chromium 156 on the 64 MiB default, headless, a 1920×20000 screenshot of a page with eight 4096² canvases " +
 		"and twenty iframes holding 3000² canvases: Debian's `chromium` wrapper (which adds " +
 		"`--disable-dev-shm-usage` when `/dev/shm` has less than 3.8 GB free, `/etc/chromium.d/dev-shm`) and the " +
-		"bare `/usr/lib/chromium/chromium` both finished and wrote the screenshot, with no crash. The browser " +
-		"profile keeps Selenium's published 2 GiB, with no lab figure behind it.\n\n")
+		"bare `/usr/lib/chromium/chromium` both finished and wrote the screenshot, with no crash: Chromium 156 " +
+		"keeps its shared memory in memfd, and the doctor claims no need for it (docs/needs.md).\n\n")
 
 	b.WriteString("## Versions and machine\n\n")
 	info, _ := command(t, os.Environ(), "docker", "info", "-f",
