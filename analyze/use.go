@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -65,11 +66,15 @@ func (u *Use) Read() string {
 	return "read from " + strings.Join(u.Evidence, ", ")
 }
 
-// Cite names the use's sources for a message: "NCCL User Guide; vLLM source".
+// Cite names the use's sources for a message, shortly: "vLLM source; NCCL User Guide"
+// (docs/needs.md and the JSON report give them in full, with their links).
 func (u *Use) Cite() string {
 	var names []string
 	for _, s := range u.Sources {
-		names = append(names, s.Name)
+		name, _, _ := strings.Cut(s.Name, ":")
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
 	}
 	return strings.Join(names, "; ")
 }
@@ -133,7 +138,7 @@ func ncclUse(n int, inv Invocation) (int64, string, []string) {
 		conns = 2
 	}
 	need := int64(ncclChannels*conns) * seg
-	formula := fmt.Sprintf("NCCL between %d ranks holds %d channels × %d receiving connections × %s (the LL, LL128 and %s SIMPLE buffers and a 4 KiB header) = %s",
+	formula := fmt.Sprintf("NCCL between %d ranks: %d channels × %d connections × %s B (LL, LL128, %s SIMPLE buffers, header) = %s",
 		n, ncclChannels, conns, groupDigits(seg), buff, FormatSize(need))
 	return need, formula, ev
 }

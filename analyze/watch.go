@@ -232,7 +232,7 @@ func RecommendSize(peak int64, headroom float64, floor int64) int64 {
 }
 
 // Recommend turns a service's observed peak into a recommendation. p may be nil (a project
-// watched by its labels alone): then there is no profile minimum and no position.
+// watched by its labels alone): then there is no need from its parameters and no position.
 // observedLimit is the memory limit the engine applies, used when the compose file sets none.
 // methods are the ways the peak was read: a size below the current one is recommended only
 // when every one of them keeps peaks (the agent), or when the current size is at or above

@@ -26,7 +26,7 @@ func TestRecommendSize(t *testing.T) {
 		{"just over 1 GiB rounds to 2g", 700 * mib, 1.5, 0, 2 * gib},
 		{"whole GiB above 1 GiB", 3*gib + gib/5, 1.5, 0, 5 * gib},
 		{"headroom 2", 300 * mib, 2, 0, 1 * gib},
-		{"never below the profile minimum", 10 * mib, 1.5, 1 * gib, 1 * gib},
+		{"never below the need the parameters give", 10 * mib, 1.5, 1 * gib, 1 * gib},
 		{"the peak wins over a smaller floor", 1 * gib, 1.5, 1 * gib, 2 * gib},
 		{"a floor that is no friendly size is rounded", 10 * mib, 1.5, 100 * mib, 128 * mib},
 	}

@@ -147,7 +147,7 @@ func vllmQueues(n int, inv Invocation) (int64, string) {
 	}
 	ring := func(chunks, bytes int64, readers int) int64 { return chunks * (bytes + 1 + int64(readers)) }
 	total := ring(10, chunk<<20, n) + int64(n)*ring(10, 10<<20, 1) + ring(6, 4<<20, n)
-	return total, fmt.Sprintf("vLLM's queues: 10 × %d MiB to the workers, 10 × 10 MiB back from each of %d, 6 × 4 MiB in the tensor-parallel group = %s", chunk, n, FormatSize(total))
+	return total, fmt.Sprintf("vLLM's queues (10 × %d MiB out, 10 × 10 MiB back from each of %d workers, 6 × 4 MiB) = %s", chunk, n, FormatSize(total))
 }
 
 func readVLLM(s Signals, inv Invocation, u *Use) {

@@ -88,7 +88,7 @@ func TestBuildSpec(t *testing.T) {
 	}
 }
 
-// TestWriteTarget: need, else profile minimum, else shm_size, else prediction; capped where
+// TestWriteTarget: declared need, else the need the parameters give, else shm_size, else prediction; capped where
 // the host's /dev/shm is written; --write-probe off and SIZE.
 func TestWriteTarget(t *testing.T) {
 	auto, _ := Options{}.normalized()

@@ -13,12 +13,13 @@ var shm111 = analyze.Rule{
 	Title:      "sizeLimit of /dev/shm below what the workload needs",
 	Kubernetes: true,
 	Doc: analyze.Doc{
-		Rationale: "A memory emptyDir's sizeLimit is the size of /dev/shm. Below the workload's recommended minimum " +
-			"(vLLM, Triton, TGI, NIM, Ray, PyTorch) or the need declared through the annotation shmdoctor.io/need or " +
-			"--need, writers fail with ENOSPC or SIGBUS.",
+		Rationale: "A memory emptyDir's sizeLimit is the size of /dev/shm. Below the need the workload's parameters " +
+			"give (NCCL ranks, vLLM's queues, a Ray object store: docs/needs.md) or the need declared through the " +
+			"annotation shmdoctor.io/need or --need, writers fail with ENOSPC or SIGBUS; a Ray store that does not " +
+			"fit goes to /tmp, slower (info). Where the parameters give no size, this rule says nothing.",
 		Problematic: "metadata:\n  annotations:\n    shmdoctor.io/need: 8Gi\nspec:\n  volumes:\n    - name: dshm\n      emptyDir:\n        medium: Memory\n        sizeLimit: 1Gi\n",
 		Correct:     "metadata:\n  annotations:\n    shmdoctor.io/need: 8Gi\nspec:\n  volumes:\n    - name: dshm\n      emptyDir:\n        medium: Memory\n        sizeLimit: 8Gi\n",
-		Exceptions:  "Small models and single-GPU serving may need less than a profile's minimum: declare the real need with shmdoctor.io/need.",
+		Exceptions:  "A formula counts documented buffers: where the workload is known to use less, declare the real need with shmdoctor.io/need.",
 		Sources:     []string{srcEmptyDir, "vLLM documentation, Using Kubernetes: https://docs.vllm.ai/en/stable/deployment/k8s/"},
 	},
 	Check: func(p *analyze.Pass) {

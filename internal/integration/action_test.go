@@ -347,11 +347,11 @@ func TestGitHubActionExample(t *testing.T) {
 	if !strings.Contains(upload.If, "always()") || upload.Uses != uploadSARIF {
 		t.Errorf("%s runs if %q, want %s if always()", upload.Uses, upload.If, uploadSARIF)
 	}
-	// The README's snippet shows the same.
-	readme := readFile(t, filepath.Join(root(t), "README.md"))
+	// docs/ci.md shows the same.
+	readme := readFile(t, filepath.Join(root(t), "docs", "ci.md"))
 	for _, s := range []string{"uses: " + action.Uses, "uses: " + uploadSARIF} {
 		if !strings.Contains(readme, s) {
-			t.Errorf("the README has no %q", s)
+			t.Errorf("docs/ci.md has no %q", s)
 		}
 	}
 	work := copyTree(t, filepath.Join(root(t), "testdata", "demo"))
