@@ -28,7 +28,8 @@ Usage:
   shmdoctor --fix [PATH...]       print a diff that fixes the mechanical findings
   shmdoctor --fix --write         apply it to the files
   shmdoctor rules                 list the rules
-  shmdoctor explain SHM001        print a rule's documentation
+  shmdoctor explain SHM001        print a rule's documentation (or by name:
+                                  shmdoctor explain ipc-host)
   shmdoctor host [--need 8g]      describe the Docker host for onboarding scripts
   shmdoctor probe --clean         remove probe images and leftover probe containers
   shmdoctor watch [PATH]          size shm_size from what the running stack really uses
@@ -480,7 +481,8 @@ func (f *checkFlags) validateOutputs() ([]report.Renderer, error) {
 
 // useColor decides colour: --color (and --no-color) win, then FORCE_COLOR, then NO_COLOR
 // and TERM=dumb, then whether out is a terminal. FORCE_COLOR is for CI logs that render
-// colour without being terminals; 0 or false leave it unset, as other tools read it.
+// colour without being terminals; FORCE_COLOR=0 or false asks for none, even on a
+// terminal, as Node's and chalk's readers of it take it.
 func useColor(mode string, out io.Writer) bool {
 	switch mode {
 	case "always":
@@ -489,7 +491,9 @@ func useColor(mode string, out io.Writer) bool {
 		return false
 	}
 	switch v := os.Getenv("FORCE_COLOR"); v {
-	case "", "0", "false":
+	case "":
+	case "0", "false":
+		return false
 	default:
 		return true
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
 	"github.com/shmdoctor/shmdoctor/analyze/rules"
@@ -28,17 +29,26 @@ func rulesCmd(_ context.Context, args []string, _ io.Reader, stdout, _ io.Writer
 func explain(_ context.Context, args []string, _ io.Reader, stdout, _ io.Writer) (int, error) {
 	if len(args) != 1 || args[0] == "-h" || args[0] == "--help" {
 		if len(args) == 1 {
-			fmt.Fprintln(stdout, fitHelp("Usage: shmdoctor explain RULE\n\nPrints a rule's rationale, a problematic and a correct example, exceptions and sources.", helpWidth))
+			fmt.Fprintln(stdout, fitHelp("Usage: shmdoctor explain RULE\n\nRULE is an ID (SHM020) or a name (ipc-host). Prints a rule's rationale, a problematic and a correct example, exceptions and sources.", helpWidth))
 			return exitClean, nil
 		}
-		return exitUsage, usagef("explain takes one rule ID, such as SHM001")
+		return exitUsage, usagef("explain takes one rule ID or name, such as SHM001 or ipc-host")
 	}
-	r := rules.ByID(args[0])
+	r := ruleNamed(args[0])
 	if r == nil {
 		return exitUsage, usagef("%s: no such rule (see shmdoctor rules)", args[0])
 	}
 	fmt.Fprint(stdout, RuleDoc(r))
 	return exitClean, nil
+}
+
+// ruleNamed is the rule an argument names: by ID in any case (shm012), or by its name
+// (ipc-host); nil when none.
+func ruleNamed(s string) *analyze.Rule {
+	if r := rules.ByID(strings.ToUpper(s)); r != nil {
+		return r
+	}
+	return rules.ByName(strings.ToLower(s))
 }
 
 // RuleDoc renders a rule's documentation as Markdown: the text of explain and of docs/rules.
