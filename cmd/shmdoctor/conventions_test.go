@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -154,5 +155,48 @@ func TestHelpFits80(t *testing.T) {
 				t.Errorf("%s --help: a line of %d columns: %q", cmd, n, l)
 			}
 		}
+	}
+}
+
+// TestForceColorZero: FORCE_COLOR=0 and FORCE_COLOR=false turn colour off on a terminal
+// too, as NO_COLOR does; a terminal with neither set gets colour (the control).
+func TestForceColorZero(t *testing.T) {
+	// The master side of a pseudo-terminal is a terminal to isatty.
+	tty, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminal here: %v", err)
+	}
+	defer tty.Close()
+	t.Setenv("TERM", "xterm")
+	t.Setenv("NO_COLOR", "")
+	t.Setenv("FORCE_COLOR", "")
+	if !useColor("auto", tty) {
+		t.Fatal("a terminal gets no colour with neither NO_COLOR nor FORCE_COLOR set")
+	}
+	for _, v := range []string{"0", "false"} {
+		t.Setenv("FORCE_COLOR", v)
+		if useColor("auto", tty) {
+			t.Errorf("FORCE_COLOR=%s: colour on a terminal", v)
+		}
+		if !useColor("always", tty) {
+			t.Errorf("FORCE_COLOR=%s: --color always gives no colour", v)
+		}
+	}
+	t.Setenv("FORCE_COLOR", "")
+	t.Setenv("NO_COLOR", "1")
+	if useColor("auto", tty) {
+		t.Error("NO_COLOR=1: colour on a terminal")
+	}
+}
+
+// TestExplainByName: explain takes a rule's name as well as its ID, and prints the same.
+func TestExplainByName(t *testing.T) {
+	_, byID, _ := shmdoctor(t, "", "explain", "SHM020")
+	code, byName, errs := shmdoctor(t, "", "explain", "ipc-host")
+	if code != exitClean || byName != byID || !strings.HasPrefix(byName, "# SHM020 ipc-host") {
+		t.Errorf("explain ipc-host: exit %d, %q, stderr %q; explain SHM020 printed %q", code, byName, errs, byID)
+	}
+	if code, _, errs := shmdoctor(t, "", "explain", "ipc-hots"); code != exitUsage || !strings.Contains(errs, "ipc-hots: no such rule") {
+		t.Errorf("explain ipc-hots: exit %d, stderr %q", code, errs)
 	}
 }
