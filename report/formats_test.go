@@ -128,7 +128,7 @@ func golden(t *testing.T, name, got string) {
 
 func TestFormatGoldens(t *testing.T) {
 	demo, broken := demoReport(t), brokenReport()
-	for _, c := range []struct{ format, ext string }{{"sarif", ".sarif"}, {"github", ".github.txt"}, {"codeclimate", ".codeclimate.json"}} {
+	for _, c := range []struct{ format, ext string }{{"sarif", ".sarif"}, {"github", ".github.txt"}, {"codeclimate", ".codeclimate.json"}, {"compact", ".compact.txt"}} {
 		t.Run(c.format, func(t *testing.T) {
 			golden(t, "demo"+c.ext, render(t, c.format, demo))
 			golden(t, "broken"+c.ext, render(t, c.format, broken))
@@ -142,7 +142,7 @@ func TestFormatGoldens(t *testing.T) {
 		golden(t, "suppressed.junit.xml", renderWith(t, "junit", suppressedReport(t), o))
 	})
 	probed := probedReport(t)
-	for _, c := range []struct{ format, ext string }{{"text", ".txt"}, {"json", ".json"}, {"sarif", ".sarif"}, {"github", ".github.txt"}, {"codeclimate", ".codeclimate.json"}} {
+	for _, c := range []struct{ format, ext string }{{"text", ".txt"}, {"json", ".json"}, {"sarif", ".sarif"}, {"github", ".github.txt"}, {"codeclimate", ".codeclimate.json"}, {"compact", ".compact.txt"}} {
 		t.Run("probed "+c.format, func(t *testing.T) {
 			golden(t, "demo-probed"+c.ext, render(t, c.format, probed))
 		})
@@ -167,6 +167,10 @@ func TestEvidenceCountsOnce(t *testing.T) {
 	}
 	if got := strings.Count(render(t, "github", probed), "\n"); got != n {
 		t.Errorf("github: %d commands for %d findings", got, n)
+	}
+	compact := render(t, "compact", probed)
+	if got := strings.Count(compact, "\n"); got != n || strings.Count(compact, "(reproduced: ") != 3 {
+		t.Errorf("compact: %d lines for %d findings, want one each, 3 reproduced:\n%s", got, n, compact)
 	}
 	var issues []json.RawMessage
 	if err := json.Unmarshal([]byte(render(t, "codeclimate", probed)), &issues); err != nil || len(issues) != n {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/charmbracelet/x/term"
@@ -115,8 +116,10 @@ type checkFlags struct {
 	config         string
 	noConfig       bool
 	showSuppressed bool
-	fix            bool
-	fixWrite       bool
+	// ignore is --ignore: rule IDs or names, repeated or comma-separated.
+	ignore   []string
+	fix      bool
+	fixWrite bool
 	// sourceRoot is --source-root: what SARIF names files relative to.
 	sourceRoot string
 	// baseline is --baseline: the findings it holds are suppressed.
@@ -158,6 +161,7 @@ func checkOrBaseline(ctx context.Context, args []string, stdin io.Reader, stdout
 	noColor := fs.Bool("no-color", false, "no colour: --color never")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print only errors and warnings: no info, table or notes")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "show how each service's /dev/shm was derived, and the config file read")
+	fs.StringArrayVar(&f.ignore, "ignore", nil, "do not report this `rule`'s findings: an ID or a name, such as SHM030 or gpu-ulimits (repeatable, or comma-separated; counted as suppressed, as the config file's ignore)")
 	fs.BoolVar(&f.showSuppressed, "show-suppressed", false, "list suppressed findings too (text and JSON; SARIF always records them)")
 	fs.StringVar(&f.config, "config", "", "read settings from this `file` (default: .shmdoctor.yaml here or in the nearest parent)")
 	fs.BoolVar(&f.noConfig, "no-config", false, "read no config file")
@@ -199,7 +203,11 @@ func checkOrBaseline(ctx context.Context, args []string, stdin io.Reader, stdout
 	if err != nil {
 		return exitUsage, err
 	}
-	cfg.Severity, cfg.Ignore = conf.Severity, conf.Ignore
+	ignored, err := ignoreFlags(f.ignore)
+	if err != nil {
+		return exitUsage, err
+	}
+	cfg.Severity, cfg.Ignore = conf.Severity, append(slices.Clone(conf.Ignore), ignored...)
 	d := inferTarget(ctx, &f, fs.Changed("target") || conf.Target != "" || f.fix)
 	if d != nil && d.close != nil {
 		defer d.close()
@@ -443,6 +451,33 @@ func (f *checkFlags) validate() ([]report.Renderer, analyze.Config, analyze.Seve
 		return nil, cfg, 0, usagef("standard input can be read once: give - only once")
 	}
 	return renders, cfg, failOn, nil
+}
+
+// ignoreFlags reads --ignore: each value names rules by ID (any case) or name, parted by
+// commas or blanks. They silence their rules' findings everywhere, as an ignore entry of
+// the config file does, so that they are counted as suppressed and never reported; an
+// unknown rule is a usage error, not a silent no-op.
+func ignoreFlags(values []string) ([]analyze.ConfigIgnore, error) {
+	var ids []string
+	for _, v := range values {
+		toks := strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' })
+		if len(toks) == 0 {
+			return nil, usagef("--ignore needs a rule ID or name, such as SHM030 or gpu-ulimits")
+		}
+		for _, tok := range toks {
+			r := ruleNamed(tok)
+			if r == nil {
+				return nil, usagef("--ignore %s: no such rule (see shmdoctor rules)", tok)
+			}
+			if !slices.Contains(ids, r.ID) {
+				ids = append(ids, r.ID)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return []analyze.ConfigIgnore{{Kind: analyze.SuppressFlag, Rules: ids}}, nil
 }
 
 // validateOutputs pairs every --format with its --output, in order; a single format with no
