@@ -308,7 +308,7 @@ func checkOrBaseline(ctx context.Context, args []string, stdin io.Reader, stdout
 func settle(rep *report.Report, static, probed map[*report.Project][]analyze.Finding) {
 	final := map[*analyze.Project][]analyze.Finding{}
 	for _, rp := range rep.Projects {
-		fs := analyze.WithEvidence(rules.All, static[rp], probed[rp], rp.Measurements)
+		fs := analyze.WithEvidence(rules.All, rp.Project, static[rp], probed[rp], rp.Measurements)
 		if v := rp.Variant; v != nil {
 			fs = v.Unrepeated(fs, final[v.Of])
 		}

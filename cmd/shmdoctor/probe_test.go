@@ -140,6 +140,9 @@ func TestProbeFixture(t *testing.T) {
 		rule := f.Rule
 		if f.Evidence != nil {
 			rule += "+" + f.Evidence.Rule
+			// Each reproduction here is the service's own failure, which raises it to an
+			// error: a refused donor, an ENOSPC short of a declared need, an OOM kill at a
+			// limit below the declared need (a fill of the doctor's target would not).
 			if f.Severity != "error" || f.Evidence.Message == "" {
 				t.Errorf("%s %s reproduced by %+v is a %s", f.Service, f.Rule, f.Evidence, f.Severity)
 			}
