@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
+	"github.com/shmdoctor/shmdoctor/analyze/rules"
 	"github.com/shmdoctor/shmdoctor/internal/testutil"
 )
 
@@ -199,4 +203,44 @@ func TestExplainByName(t *testing.T) {
 	if code, _, errs := shmdoctor(t, "", "explain", "ipc-hots"); code != exitUsage || !strings.Contains(errs, "ipc-hots: no such rule") {
 		t.Errorf("explain ipc-hots: exit %d, stderr %q", code, errs)
 	}
+}
+
+// TestCommandsFitColumns: rules and explain (every rule) lay their output out for COLUMNS,
+// 80 when unset (host: TestHostFitsColumns, on the engine). The one exception is a URL
+// longer than a line: it keeps a line of its own, unbroken, so that it can still be copied.
+func TestCommandsFitColumns(t *testing.T) {
+	commands := [][]string{{"rules"}}
+	for _, r := range rules.All {
+		commands = append(commands, []string{"explain", r.ID})
+	}
+	for _, columns := range []string{"", "80", "50"} {
+		for _, args := range commands {
+			var out string
+			func() {
+				t.Setenv("COLUMNS", columns) // unset: whatever runs the tests
+				var b, e bytes.Buffer
+				t.Setenv("NO_COLOR", "1")
+				run(t.Context(), args, strings.NewReader(""), &b, &e)
+				out = b.String()
+			}()
+			width := 80
+			if columns != "" {
+				width, _ = strconv.Atoi(columns)
+			}
+			if strings.Count(out, "\n") < 2 {
+				t.Fatalf("COLUMNS=%s %v printed %q", columns, args, out)
+			}
+			for _, l := range strings.Split(out, "\n") {
+				if n := utf8.RuneCountInString(l); n > width && !unbreakableURL(l) {
+					t.Errorf("COLUMNS=%s %v: a line of %d columns: %q", columns, args, n, l)
+				}
+			}
+		}
+	}
+}
+
+// unbreakableURL reports whether a line is one URL alone, which no break keeps whole.
+func unbreakableURL(l string) bool {
+	l = strings.TrimSpace(l)
+	return strings.HasPrefix(l, "https://") && !strings.Contains(l, " ")
 }
