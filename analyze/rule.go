@@ -94,11 +94,13 @@ type Config struct {
 	Ignore []ConfigIgnore
 }
 
-// ConfigIgnore is an ignore or ignore-paths entry of the config file.
+// ConfigIgnore is an ignore or ignore-paths entry of the config file, or an --ignore of
+// the command line (Kind SuppressFlag).
 type ConfigIgnore struct {
-	Rules  []string // the rules ignored everywhere; nil for a path entry
-	Glob   string   // slash-separated, relative to Dir; "" for a rule entry
-	Dir    string   // the config file's folder, absolute
+	Kind   SuppressionKind // SuppressConfig when empty
+	Rules  []string        // the rules ignored everywhere; nil for a path entry
+	Glob   string          // slash-separated, relative to Dir; "" for a rule entry
+	Dir    string          // the config file's folder, absolute
 	Reason string
 	Pos    Pos // the entry in the config file
 }

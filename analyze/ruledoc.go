@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -20,7 +21,8 @@ func (r *Rule) Markdown() string {
 		}
 		fmt.Fprintf(&b, "Where %s predicted the problem on the same service, the measurement is reported as that "+
 			"finding's evidence (\"reproduced: ...\", `evidence` in JSON) rather than as a finding of this rule: one "+
-			"problem, one finding.\n\n", strings.Join(ids, " or "))
+			"problem, one finding.", strings.Join(ids, " or "))
+		b.WriteString(" " + raiseSentence(r.Reproduces) + "\n\n")
 	}
 	fmt.Fprintf(&b, "## Problematic\n\n```yaml\n%s```\n\n", r.Doc.Problematic)
 	fmt.Fprintf(&b, "## Correct\n\n```yaml\n%s```\n\n", r.Doc.Correct)
@@ -32,4 +34,26 @@ func (r *Rule) Markdown() string {
 		}
 	}
 	return b.String()
+}
+
+// raiseSentence says when a reproduction changes the severity of the finding it reproduces:
+// one problem keeps one severity, whether the probe ran or not, unless the probe saw the
+// service's own failure.
+func raiseSentence(reps []Reproduction) string {
+	var when []string
+	refused := len(reps) > 0
+	for _, rep := range reps {
+		refused = refused && rep.Raises == Refused
+		if rep.Raises != nil && !slices.Contains(when, rep.Raises.When) {
+			when = append(when, rep.Raises.When)
+		}
+	}
+	const measured = "the probe's write fills a target the doctor chose, so that its failure measures the prediction"
+	switch {
+	case refused:
+		return "That finding takes this rule's severity: docker compose up is refused the same way."
+	case len(when) == 0:
+		return "That finding keeps its own severity: " + measured + "."
+	}
+	return "That finding takes this rule's severity when " + strings.Join(when, ", or when ") + "; otherwise it keeps its own: " + measured + "."
 }

@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"cmp"
 	"fmt"
 	"path"
 	"path/filepath"
@@ -9,14 +10,15 @@ import (
 	"sync/atomic"
 )
 
-// The kinds of suppression. Every kind but SuppressConfig is written in the source it
-// silences.
+// The kinds of suppression. Every kind but SuppressConfig, SuppressBaseline and
+// SuppressFlag is written in the source it silences.
 const (
 	SuppressComment    SuppressionKind = "comment"    // # shmdoctor-ignore in a compose file or manifest
 	SuppressExtension  SuppressionKind = "extension"  // x-shmdoctor.ignore of a compose service
 	SuppressAnnotation SuppressionKind = "annotation" // shmdoctor.io/ignore of a Kubernetes object
 	SuppressConfig     SuppressionKind = "config"     // ignore or ignore-paths of the config file
 	SuppressBaseline   SuppressionKind = "baseline"   // a finding recorded in the --baseline file
+	SuppressFlag       SuppressionKind = "flag"       // --ignore on the command line
 )
 
 // SuppressionKind says where a suppression is written.
@@ -34,7 +36,9 @@ type Suppression struct {
 }
 
 // InSource reports whether the suppression is written in the analysed files themselves.
-func (s *Suppression) InSource() bool { return s.Kind != SuppressConfig && s.Kind != SuppressBaseline }
+func (s *Suppression) InSource() bool {
+	return s.Kind != SuppressConfig && s.Kind != SuppressBaseline && s.Kind != SuppressFlag
+}
 
 // Suppressor is one written suppression and the findings it covers: the rules it names,
 // in whole services, on one line, or (config entries) everywhere or in matching files.
@@ -182,7 +186,7 @@ func rank(s *Suppressor) int {
 // judged reports whether a Suppressor's rules ran over what it covers in this pass, so
 // that one matching nothing is stale rather than out of scope.
 func judged(s *Suppressor, ms map[string]*Measurement) bool {
-	if s.Kind == SuppressConfig || !s.Analysed {
+	if s.Kind == SuppressConfig || s.Kind == SuppressFlag || !s.Analysed {
 		return false
 	}
 	if ms == nil {
@@ -203,11 +207,13 @@ func firstOr(ss []string, or string) string {
 	return or
 }
 
-// Suppressors are the config file's ignore and ignore-paths entries.
+// Suppressors are the config file's ignore and ignore-paths entries, and the --ignore
+// flags.
 func (c Config) Suppressors() []*Suppressor {
 	var out []*Suppressor
 	for _, e := range c.Ignore {
-		s := &Suppressor{Suppression: Suppression{Kind: SuppressConfig, Reason: e.Reason, Pos: e.Pos}, Rules: e.Rules, glob: e.Glob, dir: e.Dir}
+		kind := cmp.Or(e.Kind, SuppressConfig)
+		s := &Suppressor{Suppression: Suppression{Kind: kind, Reason: e.Reason, Pos: e.Pos}, Rules: e.Rules, glob: e.Glob, dir: e.Dir}
 		s.all = e.Glob == ""
 		out = append(out, s)
 	}

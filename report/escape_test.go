@@ -317,6 +317,8 @@ func TestHostileReport(t *testing.T) {
 			}
 			checkColoured(t, "coloured text", renderWith(t, "text", rep, Options{Verbose: true, ShowSuppressed: true, Color: true}))
 			checkGitHub(t, "github", render(t, "github", rep))
+			checkHuman(t, "compact", render(t, "compact", rep))
+			checkHuman(t, "compact quiet", renderWith(t, "compact", rep, Options{Quiet: true}))
 			for _, format := range []string{"json", "sarif", "codeclimate", "baseline"} {
 				out := renderWith(t, format, rep, Options{ShowSuppressed: true})
 				checkStrings(t, format, jsonStrings(t, format, out))

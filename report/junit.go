@@ -94,7 +94,7 @@ func JUnit(w io.Writer, r *Report, o Options) error {
 			text := junitText(f)
 			switch {
 			case f.Suppressed != nil:
-				c.Skipped = &junitSkipped{Message: fmt.Sprintf("suppressed by %s at %s", f.Suppressed.Kind, f.Suppressed.Pos)}
+				c.Skipped = &junitSkipped{Message: suppressedBy(f.Suppressed)}
 			case o.FailOn != 0 && f.Severity >= o.FailOn:
 				c.Failure = &junitProblem{Message: f.Message, Type: f.Severity.String(), Text: text}
 			default:

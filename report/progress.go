@@ -132,10 +132,7 @@ func (p *Progress) draw() {
 const verdictWidth = 54
 
 func (p *Progress) line(service string, l *progressLine, width int) string {
-	name := Visible(service)
-	if len([]rune(name)) > width {
-		name = string([]rune(name)[:width-1]) + "…"
-	}
+	name := middleTruncate(Visible(service), width)
 	name = p.pal.Service.Render(fmt.Sprintf("%-*s", width, name))
 	switch l.stage {
 	case probe.StageDone:
@@ -188,4 +185,17 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// middleTruncate shortens a name longer than width in its middle, with "…": services of a
+// stack often share a long prefix (worker-gpu-0, worker-gpu-1) and differ at the end, which
+// must stay visible to tell their lines apart.
+func middleTruncate(name string, width int) string {
+	r := []rune(name)
+	if len(r) <= width || width < 2 {
+		return name
+	}
+	head := (width - 1) / 3
+	tail := width - 1 - head
+	return string(r[:head]) + "…" + string(r[len(r)-tail:])
 }

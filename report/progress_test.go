@@ -103,3 +103,34 @@ func TestProgressLongName80(t *testing.T) {
 		t.Errorf("screen:\n%s", strings.Join(screen, "\n"))
 	}
 }
+
+// TestProgressSharedPrefix: at a narrow width, two services whose names share a long
+// prefix keep lines that tell them apart: the name is shortened in its middle, its end kept.
+func TestProgressSharedPrefix(t *testing.T) {
+	var out bytes.Buffer
+	a, b := "inference-worker-replica-primary", "inference-worker-replica-secondary"
+	p := NewProgress(&out, false, "probing llm", []string{a, b})
+	p.block.size = func() (int, int) { return 70, 24 }
+	p.Update(probe.Event{Service: a, Stage: probe.StageMeasuring})
+	p.Update(probe.Event{Service: b, Stage: probe.StageMeasuring})
+	screen, _ := testutil.Terminal(out.String(), 70, 24)
+	if len(screen) != 3 {
+		t.Fatalf("screen:\n%s", strings.Join(screen, "\n"))
+	}
+	name := func(l string) string { return strings.Fields(l)[0] }
+	na, nb := name(screen[1]), name(screen[2])
+	for _, c := range []struct{ shown, full string }{{na, a}, {nb, b}} {
+		head, tail, cut := strings.Cut(c.shown, "…")
+		if !cut || !strings.HasPrefix(c.full, head) || !strings.HasSuffix(c.full, tail) || len(tail) < len(head) {
+			t.Errorf("%q is not %q shortened in its middle, keeping its end", c.shown, c.full)
+		}
+	}
+	if na == nb {
+		t.Errorf("the two services both read %q:\n%s", na, strings.Join(screen, "\n"))
+	}
+	for _, l := range screen {
+		if n := len([]rune(l)); n > 70 {
+			t.Errorf("a line of %d columns: %q", n, l)
+		}
+	}
+}

@@ -64,6 +64,7 @@ var Formats = map[string]Renderer{
 	"codeclimate": CodeClimate,
 	"junit":       JUnit,
 	"baseline":    BaselineFile,
+	"compact":     Compact,
 }
 
 // FormatNames lists the formats, sorted, for --format's help; a comma and a space part them,

@@ -81,7 +81,7 @@ func textProject(w *lineWriter, p *Project, pal palette, o Options) {
 			// Listed for review, dimmed: what silences it instead of a fix.
 			lead := "    " + pal.Dim.Render(Visible(fmt.Sprintf("%-7s %s %s", f.Severity, f.Rule, f.Pos)))
 			w.lines(wrapWords(lead, Visible(f.Message), width, 12, pal.Dim))
-			why := fmt.Sprintf("suppressed by %s at %s", s.Kind, s.Pos)
+			why := suppressedBy(s)
 			if s.Reason != "" {
 				why += ": " + s.Reason
 			}
@@ -491,4 +491,13 @@ func (e *errWriter) printf(format string, args ...any) {
 	if e.err == nil {
 		_, e.err = fmt.Fprintf(e.w, format, args...)
 	}
+}
+
+// suppressedBy says what silenced a finding: the kind and where it is written, or the
+// flag on the command line.
+func suppressedBy(s *analyze.Suppression) string {
+	if s.Kind == analyze.SuppressFlag {
+		return "suppressed by --ignore"
+	}
+	return fmt.Sprintf("suppressed by %s at %s", s.Kind, s.Pos)
 }

@@ -117,6 +117,21 @@ func Load(ctx context.Context, opts Options) []*analyze.Project {
 			out = append(out, vp.done())
 		}
 	}
+	// A project found by discovery that failed before its name was known (no compose file,
+	// a file that does not parse) is named after its file, else its folder: never "".
+	for _, p := range out {
+		if p.Name != "" {
+			continue
+		}
+		switch {
+		case len(p.Files) > 0:
+			p.Name = p.Files[0]
+		case len(p.Errors) > 0 && p.Errors[0].File != "":
+			p.Name = p.Errors[0].File
+		default:
+			p.Name = "."
+		}
+	}
 	return out
 }
 

@@ -86,6 +86,15 @@ func writeFailure(p *analyze.Pass, outcome analyze.WriteOutcome, what string) {
 	})
 }
 
+// reproducesShortfall are the static rules whose too-small /dev/shm an ENOSPC or a SIGBUS
+// of the write probe reproduces. The write fills a target the doctor chose, so that the
+// failure is the prediction measured: it raises the finding's severity only short of a
+// need the user declared, which the service itself writes.
+var reproducesShortfall = []analyze.Reproduction{
+	{Rule: "SHM010", Raises: analyze.BelowDeclaredNeed}, {Rule: "SHM011", Raises: analyze.BelowDeclaredNeed},
+	{Rule: "SHM002", Raises: analyze.BelowDeclaredNeed}, {Rule: "SHM003", Raises: analyze.BelowDeclaredNeed},
+}
+
 // RuleByName returns the rule with that kebab name (shm-size-ignored-ipc-host), or nil.
 func ByName(name string) *analyze.Rule {
 	for i := range All {

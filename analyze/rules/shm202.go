@@ -12,7 +12,7 @@ var shm202 = analyze.Rule{
 	Probe:    true,
 	// The write probe wrote the need that SHM010 or SHM011 says does not fit, or the
 	// shm_size that SHM002 or SHM003 says is ignored for a smaller /dev/shm.
-	Reproduces: []analyze.Reproduction{{Rule: "SHM010"}, {Rule: "SHM011"}, {Rule: "SHM002"}, {Rule: "SHM003"}},
+	Reproduces: reproducesShortfall,
 	Doc: analyze.Doc{
 		Rationale: "The probe wrote the service's need (declared, or its workload's minimum) into an unlinked " +
 			"file in /dev/shm with write(2) and got ENOSPC before the target: the same `No space left on " +

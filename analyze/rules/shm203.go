@@ -12,7 +12,7 @@ var shm203 = analyze.Rule{
 	Probe:    true,
 	// The write probe wrote the need that SHM010 or SHM011 says does not fit, or the
 	// shm_size that SHM002 or SHM003 says is ignored for a smaller /dev/shm.
-	Reproduces: []analyze.Reproduction{{Rule: "SHM010"}, {Rule: "SHM011"}, {Rule: "SHM002"}, {Rule: "SHM003"}},
+	Reproduces: reproducesShortfall,
 	Doc: analyze.Doc{
 		Rationale: "The probe mapped a file in /dev/shm truncated to the target and touched its pages: past " +
 			"the tmpfs size the kernel raises SIGBUS. This is how PyTorch DataLoader workers die " +

@@ -11,7 +11,7 @@ var shm204 = analyze.Rule{
 	Title:    "write probe was oom-killed before /dev/shm filled",
 	Probe:    true,
 	// The OOM kill that SHM012 predicts for /dev/shm at or above the memory limit.
-	Reproduces: []analyze.Reproduction{{Rule: "SHM012"}},
+	Reproduces: []analyze.Reproduction{{Rule: "SHM012", Raises: analyze.LimitBelowNeed}},
 	Doc: analyze.Doc{
 		Rationale: "/dev/shm pages are charged to the container's memory cgroup. The probe's writer was " +
 			"OOM-killed before reaching the target: the memory limit is reached before /dev/shm fills, so " +

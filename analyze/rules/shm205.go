@@ -16,8 +16,8 @@ var shm205 = analyze.Rule{
 	// Docker refuses to join a private donor (SHM006); Podman refuses shm_size with ipc:
 	// host (SHM001 under --target podman). Any other refusal stands on its own.
 	Reproduces: []analyze.Reproduction{
-		{Rule: "SHM006", Match: analyze.CreateErrorHas("non-shareable IPC")},
-		{Rule: "SHM001", Match: analyze.CreateErrorHas("cannot set shmsize")},
+		{Rule: "SHM006", Match: analyze.CreateErrorHas("non-shareable IPC"), Raises: analyze.Refused},
+		{Rule: "SHM001", Match: analyze.CreateErrorHas("cannot set shmsize"), Raises: analyze.Refused},
 	},
 	Doc: analyze.Doc{
 		Rationale: "Docker refused to create or start a container with the service's shared-memory settings, " +

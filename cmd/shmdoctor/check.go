@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/charmbracelet/x/term"
@@ -28,7 +29,8 @@ Usage:
   shmdoctor --fix [PATH...]       print a diff that fixes the mechanical findings
   shmdoctor --fix --write         apply it to the files
   shmdoctor rules                 list the rules
-  shmdoctor explain SHM001        print a rule's documentation
+  shmdoctor explain SHM001        print a rule's documentation (or by name:
+                                  shmdoctor explain ipc-host)
   shmdoctor host [--need 8g]      describe the Docker host for onboarding scripts
   shmdoctor probe --clean         remove probe images and leftover probe containers
   shmdoctor watch [PATH]          size shm_size from what the running stack really uses
@@ -114,8 +116,10 @@ type checkFlags struct {
 	config         string
 	noConfig       bool
 	showSuppressed bool
-	fix            bool
-	fixWrite       bool
+	// ignore is --ignore: rule IDs or names, repeated or comma-separated.
+	ignore   []string
+	fix      bool
+	fixWrite bool
 	// sourceRoot is --source-root: what SARIF names files relative to.
 	sourceRoot string
 	// baseline is --baseline: the findings it holds are suppressed.
@@ -157,6 +161,7 @@ func checkOrBaseline(ctx context.Context, args []string, stdin io.Reader, stdout
 	noColor := fs.Bool("no-color", false, "no colour: --color never")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print only errors and warnings: no info, table or notes")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "show how each service's /dev/shm was derived, and the config file read")
+	fs.StringArrayVar(&f.ignore, "ignore", nil, "do not report this `rule`'s findings: an ID or a name, such as SHM030 or gpu-ulimits (repeatable, or comma-separated; counted as suppressed, as the config file's ignore)")
 	fs.BoolVar(&f.showSuppressed, "show-suppressed", false, "list suppressed findings too (text and JSON; SARIF always records them)")
 	fs.StringVar(&f.config, "config", "", "read settings from this `file` (default: .shmdoctor.yaml here or in the nearest parent)")
 	fs.BoolVar(&f.noConfig, "no-config", false, "read no config file")
@@ -198,7 +203,11 @@ func checkOrBaseline(ctx context.Context, args []string, stdin io.Reader, stdout
 	if err != nil {
 		return exitUsage, err
 	}
-	cfg.Severity, cfg.Ignore = conf.Severity, conf.Ignore
+	ignored, err := ignoreFlags(f.ignore)
+	if err != nil {
+		return exitUsage, err
+	}
+	cfg.Severity, cfg.Ignore = conf.Severity, append(slices.Clone(conf.Ignore), ignored...)
 	d := inferTarget(ctx, &f, fs.Changed("target") || conf.Target != "" || f.fix)
 	if d != nil && d.close != nil {
 		defer d.close()
@@ -299,7 +308,7 @@ func checkOrBaseline(ctx context.Context, args []string, stdin io.Reader, stdout
 func settle(rep *report.Report, static, probed map[*report.Project][]analyze.Finding) {
 	final := map[*analyze.Project][]analyze.Finding{}
 	for _, rp := range rep.Projects {
-		fs := analyze.WithEvidence(rules.All, static[rp], probed[rp], rp.Measurements)
+		fs := analyze.WithEvidence(rules.All, rp.Project, static[rp], probed[rp], rp.Measurements)
 		if v := rp.Variant; v != nil {
 			fs = v.Unrepeated(fs, final[v.Of])
 		}
@@ -444,6 +453,33 @@ func (f *checkFlags) validate() ([]report.Renderer, analyze.Config, analyze.Seve
 	return renders, cfg, failOn, nil
 }
 
+// ignoreFlags reads --ignore: each value names rules by ID (any case) or name, parted by
+// commas or blanks. They silence their rules' findings everywhere, as an ignore entry of
+// the config file does, so that they are counted as suppressed and never reported; an
+// unknown rule is a usage error, not a silent no-op.
+func ignoreFlags(values []string) ([]analyze.ConfigIgnore, error) {
+	var ids []string
+	for _, v := range values {
+		toks := strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' })
+		if len(toks) == 0 {
+			return nil, usagef("--ignore needs a rule ID or name, such as SHM030 or gpu-ulimits")
+		}
+		for _, tok := range toks {
+			r := ruleNamed(tok)
+			if r == nil {
+				return nil, usagef("--ignore %s: no such rule (see shmdoctor rules)", tok)
+			}
+			if !slices.Contains(ids, r.ID) {
+				ids = append(ids, r.ID)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return []analyze.ConfigIgnore{{Kind: analyze.SuppressFlag, Rules: ids}}, nil
+}
+
 // validateOutputs pairs every --format with its --output, in order; a single format with no
 // --output goes to standard output.
 func (f *checkFlags) validateOutputs() ([]report.Renderer, error) {
@@ -480,7 +516,8 @@ func (f *checkFlags) validateOutputs() ([]report.Renderer, error) {
 
 // useColor decides colour: --color (and --no-color) win, then FORCE_COLOR, then NO_COLOR
 // and TERM=dumb, then whether out is a terminal. FORCE_COLOR is for CI logs that render
-// colour without being terminals; 0 or false leave it unset, as other tools read it.
+// colour without being terminals; FORCE_COLOR=0 or false asks for none, even on a
+// terminal, as Node's and chalk's readers of it take it.
 func useColor(mode string, out io.Writer) bool {
 	switch mode {
 	case "always":
@@ -489,7 +526,9 @@ func useColor(mode string, out io.Writer) bool {
 		return false
 	}
 	switch v := os.Getenv("FORCE_COLOR"); v {
-	case "", "0", "false":
+	case "":
+	case "0", "false":
+		return false
 	default:
 		return true
 	}

@@ -162,3 +162,50 @@ func TestShowSuppressed(t *testing.T) {
 		t.Errorf("the stale suppression is an info finding: exit %d", code)
 	}
 }
+
+// TestIgnoreFlag: --ignore silences rules by ID or name, repeated or comma-separated, as
+// the config file's ignore does (counted as suppressed, listed with --show-suppressed),
+// beside the config's own; an unknown rule is a usage error that names it.
+func TestIgnoreFlag(t *testing.T) {
+	dir := testutil.WriteFiles(t, map[string]string{
+		"compose.yaml":    hostStack,
+		".shmdoctor.yaml": "ignore:\n  - SHM020 the exporter reads host metrics\n",
+	})
+	t.Chdir(dir)
+	code, sum, _ := summaryOf(t, "--no-config")
+	if code != exitFindings || sum["warning"] != 1 || sum["info"] != 1 || sum["suppressed"] != 0 {
+		t.Fatalf("without --ignore: exit %d, summary %v; want the SHM001 warning and the SHM020 info", code, sum)
+	}
+	for _, args := range [][]string{
+		{"--ignore", "SHM001", "--ignore", "ipc-host"},
+		{"--ignore", "shm-size-ignored-ipc-host,SHM020"},
+		{"--ignore", "shm001, ipc-host"},
+	} {
+		code, sum, _ := summaryOf(t, append([]string{"--no-config"}, args...)...)
+		if code != exitClean || sum["warning"]+sum["info"]+sum["error"] != 0 || sum["suppressed"] != 2 {
+			t.Errorf("%v: exit %d, summary %v; want both findings suppressed", args, code, sum)
+		}
+	}
+	// the config's ignore and the flag's add up
+	if code, sum, _ := summaryOf(t, "--ignore", "SHM001"); code != exitClean || sum["suppressed"] != 2 {
+		t.Errorf("--ignore SHM001 beside the config's SHM020: exit %d, summary %v", code, sum)
+	}
+	_, out, _ := shmdoctor(t, "", "--probe", "never", "--no-config", "--show-suppressed", "--ignore", "SHM001")
+	if !strings.Contains(out, "SHM001") || !strings.Contains(out, "suppressed by --ignore") {
+		t.Errorf("--show-suppressed does not list the finding --ignore silenced:\n%s", out)
+	}
+	_, out, _ = shmdoctor(t, "", "--probe", "never", "--no-config", "--format", "compact", "--ignore", "SHM001")
+	if strings.Contains(out, "SHM001") || !strings.Contains(out, "SHM020") {
+		t.Errorf("compact with --ignore SHM001:\n%s", out)
+	}
+	for _, bad := range []string{"SHM999", "ipc-hots", "SHM001,nope", ""} {
+		code, out, errs := shmdoctor(t, "", "--probe", "never", "--ignore", bad)
+		want := "--ignore " + bad[strings.LastIndex(bad, ",")+1:] + ": no such rule"
+		if bad == "" {
+			want = "--ignore needs a rule"
+		}
+		if code != exitUsage || out != "" || !strings.Contains(errs, want) {
+			t.Errorf("--ignore %q: exit %d, stdout %q, stderr %q; want exit 2 and %q", bad, code, out, errs, want)
+		}
+	}
+}

@@ -1,9 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
+	"github.com/shmdoctor/shmdoctor/analyze/rules"
 	"github.com/shmdoctor/shmdoctor/internal/testutil"
 )
 
@@ -155,4 +160,87 @@ func TestHelpFits80(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestForceColorZero: FORCE_COLOR=0 and FORCE_COLOR=false turn colour off on a terminal
+// too, as NO_COLOR does; a terminal with neither set gets colour (the control).
+func TestForceColorZero(t *testing.T) {
+	// The master side of a pseudo-terminal is a terminal to isatty.
+	tty, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminal here: %v", err)
+	}
+	defer tty.Close()
+	t.Setenv("TERM", "xterm")
+	t.Setenv("NO_COLOR", "")
+	t.Setenv("FORCE_COLOR", "")
+	if !useColor("auto", tty) {
+		t.Fatal("a terminal gets no colour with neither NO_COLOR nor FORCE_COLOR set")
+	}
+	for _, v := range []string{"0", "false"} {
+		t.Setenv("FORCE_COLOR", v)
+		if useColor("auto", tty) {
+			t.Errorf("FORCE_COLOR=%s: colour on a terminal", v)
+		}
+		if !useColor("always", tty) {
+			t.Errorf("FORCE_COLOR=%s: --color always gives no colour", v)
+		}
+	}
+	t.Setenv("FORCE_COLOR", "")
+	t.Setenv("NO_COLOR", "1")
+	if useColor("auto", tty) {
+		t.Error("NO_COLOR=1: colour on a terminal")
+	}
+}
+
+// TestExplainByName: explain takes a rule's name as well as its ID, and prints the same.
+func TestExplainByName(t *testing.T) {
+	_, byID, _ := shmdoctor(t, "", "explain", "SHM020")
+	code, byName, errs := shmdoctor(t, "", "explain", "ipc-host")
+	if code != exitClean || byName != byID || !strings.HasPrefix(byName, "# SHM020 ipc-host") {
+		t.Errorf("explain ipc-host: exit %d, %q, stderr %q; explain SHM020 printed %q", code, byName, errs, byID)
+	}
+	if code, _, errs := shmdoctor(t, "", "explain", "ipc-hots"); code != exitUsage || !strings.Contains(errs, "ipc-hots: no such rule") {
+		t.Errorf("explain ipc-hots: exit %d, stderr %q", code, errs)
+	}
+}
+
+// TestCommandsFitColumns: rules and explain (every rule) lay their output out for COLUMNS,
+// 80 when unset (host: TestHostFitsColumns, on the engine). The one exception is a URL
+// longer than a line: it keeps a line of its own, unbroken, so that it can still be copied.
+func TestCommandsFitColumns(t *testing.T) {
+	commands := [][]string{{"rules"}}
+	for _, r := range rules.All {
+		commands = append(commands, []string{"explain", r.ID})
+	}
+	for _, columns := range []string{"", "80", "50"} {
+		for _, args := range commands {
+			var out string
+			func() {
+				t.Setenv("COLUMNS", columns) // unset: whatever runs the tests
+				var b, e bytes.Buffer
+				t.Setenv("NO_COLOR", "1")
+				run(t.Context(), args, strings.NewReader(""), &b, &e)
+				out = b.String()
+			}()
+			width := 80
+			if columns != "" {
+				width, _ = strconv.Atoi(columns)
+			}
+			if strings.Count(out, "\n") < 2 {
+				t.Fatalf("COLUMNS=%s %v printed %q", columns, args, out)
+			}
+			for _, l := range strings.Split(out, "\n") {
+				if n := utf8.RuneCountInString(l); n > width && !unbreakableURL(l) {
+					t.Errorf("COLUMNS=%s %v: a line of %d columns: %q", columns, args, n, l)
+				}
+			}
+		}
+	}
+}
+
+// unbreakableURL reports whether a line is one URL alone, which no break keeps whole.
+func unbreakableURL(l string) bool {
+	l = strings.TrimSpace(l)
+	return strings.HasPrefix(l, "https://") && !strings.Contains(l, " ")
 }

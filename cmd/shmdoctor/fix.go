@@ -41,6 +41,11 @@ func fixProjects(projects []*analyze.Project, cfg analyze.Config, f *checkFlags,
 	if f.quiet {
 		log = io.Discard
 	}
+	// Without --write nothing is fixed yet: the lines say what the diff would fix.
+	done := "would fix"
+	if f.fixWrite {
+		done = "fixed"
+	}
 	// lines say what became of each finding, once the files are written or the diff printed.
 	var lines bytes.Buffer
 	var changes []fix.FileChange
@@ -77,7 +82,7 @@ func fixProjects(projects []*analyze.Project, cfg analyze.Config, f *checkFlags,
 			switch {
 			case fd.Fix != nil && slices.Contains(pt.Applied, fd.Fix):
 				fixed++
-				fmt.Fprintf(&lines, "%s: fixed: %s\n", at, report.Visible(fd.Fix.Description))
+				fmt.Fprintf(&lines, "%s: %s: %s\n", at, done, report.Visible(fd.Fix.Description))
 			case fd.Fix != nil:
 				skipped++
 				fmt.Fprintf(&lines, "%s: left for the next run: the fix overlaps another\n", at)
@@ -106,10 +111,14 @@ func fixProjects(projects []*analyze.Project, cfg analyze.Config, f *checkFlags,
 			fmt.Fprintf(log, "wrote %s\n", report.Visible(c.Name))
 		}
 	}
-	if fixed+skipped+cannot+decide == 0 {
+	files := fmt.Sprintf("%d %s", len(changes), plural(len(changes), "file", "files"))
+	switch {
+	case fixed+skipped+cannot+decide == 0:
 		fmt.Fprint(log, "nothing to fix")
-	} else {
-		fmt.Fprintf(log, "%d %s fixed in %d %s", fixed, plural(fixed, "finding", "findings"), len(changes), plural(len(changes), "file", "files"))
+	case f.fixWrite:
+		fmt.Fprintf(log, "%d %s fixed in %s", fixed, plural(fixed, "finding", "findings"), files)
+	default:
+		fmt.Fprintf(log, "would fix %d %s in %s", fixed, plural(fixed, "finding", "findings"), files)
 	}
 	if cannot > 0 {
 		fmt.Fprintf(log, ", %d cannot be fixed here", cannot)
@@ -119,6 +128,9 @@ func fixProjects(projects []*analyze.Project, cfg analyze.Config, f *checkFlags,
 	}
 	if skipped > 0 {
 		fmt.Fprintf(log, "; %d overlap other fixes: run --fix again once these are applied", skipped)
+	}
+	if fixed > 0 && !f.fixWrite {
+		fmt.Fprint(log, "; run with --write to apply")
 	}
 	fmt.Fprintln(log)
 	switch {

@@ -27,8 +27,11 @@ func TestFixDemoGolden(t *testing.T) {
 			t.Fatalf("%s: exit %d, want %d (stderr %q)", c.dir, code, exitFindings, errs)
 		}
 		golden(t, c.golden, out)
-		if !strings.Contains(errs, ": fixed: ") || !strings.Contains(errs, " findings fixed in 1 file") {
-			t.Errorf("%s: stderr does not say what was fixed: %q", c.dir, errs)
+		// Nothing is written without --write: stderr says what the diff would fix, and how
+		// to apply it, never that anything was fixed.
+		if !strings.Contains(errs, ": would fix: ") || !strings.Contains(errs, "would fix ") || !strings.Contains(errs, " findings in 1 file") ||
+			!strings.Contains(errs, "; run with --write to apply") || strings.Contains(errs, ": fixed: ") || strings.Contains(errs, " findings fixed in") {
+			t.Errorf("%s: stderr does not say what the diff would fix: %q", c.dir, errs)
 		}
 	}
 }
@@ -89,7 +92,7 @@ func TestFixApplies(t *testing.T) {
 		t.Errorf("the folder holds %v, want compose.yaml alone", names)
 	}
 	code, out, errs = shmdoctor(t, "", "--fix", ".")
-	if code != exitClean || out != "" || strings.Contains(errs, ": fixed: ") {
+	if code != exitClean || out != "" || strings.Contains(errs, ": would fix: ") {
 		t.Errorf("a second --fix: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 }
@@ -174,7 +177,7 @@ func TestFixSharedFile(t *testing.T) {
 	if code != exitFindings || strings.Count(out, "--- a/base.yaml\n") != 1 {
 		t.Fatalf("exit %d, stdout %q", code, out)
 	}
-	if !strings.Contains(errs, "SHM001 a: fixed:") || !strings.Contains(errs, "SHM001 b: left for the next run") || !strings.Contains(errs, "1 overlap") {
+	if !strings.Contains(errs, "SHM001 a: would fix:") || !strings.Contains(errs, "SHM001 b: left for the next run") || !strings.Contains(errs, "1 overlap") {
 		t.Errorf("stderr %q", errs)
 	}
 	if code, out, errs := shmdoctor(t, "", "--fix", "--write", "a", "b"); code != exitClean || !strings.Contains(out, "wrote base.yaml") {

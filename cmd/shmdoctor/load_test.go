@@ -60,3 +60,25 @@ func TestRealWorldInput(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadErrorNamed: a project found by discovery that fails before compose names it is
+// reported under its file's name (or its folder's), never an empty name.
+func TestLoadErrorNamed(t *testing.T) {
+	for _, c := range []struct {
+		files map[string]string
+		want  string
+	}{
+		{map[string]string{"compose.yaml": "services:\n  a:\n    image: x\n   bad: [\n"}, "project compose.yaml"},
+		{map[string]string{"README": "no compose file here\n"}, "project ."},
+	} {
+		t.Chdir(testutil.WriteFiles(t, c.files))
+		code, out, _ := shmdoctor(t, "", "--probe", "never")
+		if code != exitUsage || !strings.HasPrefix(out, c.want+"\n") && !strings.HasPrefix(out, c.want+" (") {
+			t.Errorf("exit %d, want the report to start with %q:\n%s", code, c.want, out)
+		}
+		_, out, _ = shmdoctor(t, "", "--probe", "never", "--format", "json")
+		if strings.Contains(out, `"name": ""`) {
+			t.Errorf("json names a project \"\":\n%s", out)
+		}
+	}
+}

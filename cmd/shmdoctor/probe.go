@@ -299,6 +299,11 @@ func canGive(info *probe.HostInfo, need int64) (int, error) {
 // printHost writes what host found for people; what the daemon says is escaped as
 // report.Visible escapes it.
 func printHost(w io.Writer, h *probe.HostInfo, need int64, code int, verdict error) {
+	width := textWidth(w)
+	// A value too long for its line wraps under the values' column.
+	row := func(label, value string) {
+		fmt.Fprintln(w, strings.Join(report.Wrap(fmt.Sprintf("%-17s", label), report.Visible(value), width, 18), "\n"))
+	}
 	size := func(n *int64) string {
 		if n == nil {
 			return "not measured"
@@ -316,19 +321,21 @@ func printHost(w io.Writer, h *probe.HostInfo, need int64, code int, verdict err
 		{"nvidia runtime", fmt.Sprintf("%t (runtimes: %s; default %s)", h.NVIDIARuntime, strings.Join(h.Runtimes, ", "), h.DefaultRuntime)},
 	}
 	for _, r := range rows {
-		fmt.Fprintf(w, "%-17s %s\n", r[0]+":", report.Visible(r[1]))
+		row(r[0]+":", r[1])
 	}
 	for _, e := range h.Errors {
-		fmt.Fprintf(w, "%-17s %s\n", "not measured:", report.Visible(e))
+		row("not measured:", e)
 	}
 	if need > 0 {
+		var answer string
 		switch {
 		case code == exitUsage:
-			fmt.Fprintf(w, "\nneed %s: UNKNOWN, %s\n", analyze.FormatSize(need), report.Visible(verdict.Error()))
+			answer = fmt.Sprintf("need %s: UNKNOWN, %s", analyze.FormatSize(need), report.Visible(verdict.Error()))
 		case verdict != nil:
-			fmt.Fprintf(w, "\nneed %s: NO, %s\n", analyze.FormatSize(need), report.Visible(verdict.Error()))
+			answer = fmt.Sprintf("need %s: NO, %s", analyze.FormatSize(need), report.Visible(verdict.Error()))
 		default:
-			fmt.Fprintf(w, "\nneed %s: yes, set shm_size: %s on the service\n", analyze.FormatSize(need), analyze.ComposeSize(need))
+			answer = fmt.Sprintf("need %s: yes, set shm_size: %s on the service", analyze.FormatSize(need), analyze.ComposeSize(need))
 		}
+		fmt.Fprintf(w, "\n%s\n", strings.Join(report.Wrap("", answer, width, 2), "\n"))
 	}
 }
