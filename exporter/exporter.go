@@ -193,7 +193,11 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	if !lastAt.IsZero() {
 		gauge(descLast, float64(lastAt.UnixNano())/1e9)
 	}
-	gauge(descEngine, 1, e.engine, e.version, e.cgroup, string(e.s.Method()))
+	method := ""
+	if e.s != nil {
+		method = string(e.s.Method())
+	}
+	gauge(descEngine, 1, e.engine, e.version, e.cgroup, method)
 	gauge(descBuild, 1, e.o.Version, runtime.Version())
 }
 
