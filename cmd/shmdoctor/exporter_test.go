@@ -170,9 +170,10 @@ scrape_configs:
 
 	// The alerts, as Prometheus evaluated the shipped rules.
 	type alert struct {
-		Labels map[string]string `json:"labels"`
-		State  string            `json:"state"`
-		Value  string            `json:"value"`
+		Labels   map[string]string `json:"labels"`
+		State    string            `json:"state"`
+		ActiveAt string            `json:"activeAt"`
+		Value    string            `json:"value"`
 	}
 	var alerts []alert
 	poll("the alerts", func() (bool, string) {
@@ -193,7 +194,8 @@ scrape_configs:
 			state["ShmNearlyFull "+fill] == "pending" && len(state) == 3, fmt.Sprint(state)
 	})
 	for _, a := range alerts {
-		t.Logf("alert %s %s: %s", a.Labels["alertname"], a.State, a.Labels["container"])
+		b, _ := json.Marshal(a)
+		t.Logf("alert: %s", b)
 	}
 
 	// One label set per container: tight's go when it goes.
