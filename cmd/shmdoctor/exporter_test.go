@@ -244,3 +244,20 @@ func freePort(t *testing.T) string {
 	defer ln.Close()
 	return ln.Addr().String()
 }
+
+// TestExporterUsage: --projects belongs to --listen, and --listen watches containers, not a
+// compose file; both are usage errors that say so, before any daemon is asked.
+func TestExporterUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"watch", "--projects", "a"}, "--projects needs --listen"},
+		{[]string{"watch", "--listen", "127.0.0.1:0", "testdata"}, "not a compose file"},
+	} {
+		code, _, stderr := shmdoctor(t, "", tc.args...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, %q; want %d and %q", tc.args, code, stderr, exitUsage, tc.want)
+		}
+	}
+}
