@@ -52,6 +52,13 @@ type WatchOptions struct {
 	Binary string
 	// OnSample is called after every sample with the state of every container seen so far.
 	OnSample func(analyze.WatchSample)
+
+	// Fleet, for a Sampler that runs as long as a host does (the exporter): every running
+	// container of the engine is watched when Project and Projects are empty, the doctor's own
+	// companions excepted, and a container that stops is forgotten. See watchsampler.go.
+	Fleet bool
+	// Projects, with Fleet, are the compose projects watched; Project counts as one more.
+	Projects []string
 }
 
 // Watch samples the /dev/shm of every running container of a compose project until ctx is
@@ -62,21 +69,12 @@ type WatchOptions struct {
 // normal end of a watch, not an error. A daemon call that does not answer within
 // max(2 × Interval, 10s), or by the end of the watch, ends it with an error.
 func Watch(ctx context.Context, c Client, opts WatchOptions) ([]analyze.WatchedContainer, error) {
-	if opts.Interval <= 0 {
-		opts.Interval = time.Second
-	}
-	w := &watcher{c: c, o: opts, byID: map[string]*watched{}, groups: map[string]*shmGroup{}}
-	// life outlives Ctrl-C and the duration, for cleanup, until CleanupGrace after the end.
-	life, endLife := context.WithCancel(context.WithoutCancel(ctx))
-	defer endLife()
-	w.life = life
-	if err := w.chooseMethod(ctx); err != nil {
+	s, err := NewSampler(ctx, c, opts)
+	if err != nil {
 		return nil, err
 	}
-	w.lock = newRunLock(ctx, newRunID())
-	defer w.lock.release() // after the companions are gone
-	defer w.sweep()
-	defer w.stopAll()
+	defer s.Close() // stops the companions, sweeps, then releases the run lock
+	w := s.w
 
 	runCtx := ctx
 	if opts.Duration > 0 {
@@ -84,14 +82,12 @@ func Watch(ctx context.Context, c Client, opts WatchOptions) ([]analyze.WatchedC
 		runCtx, cancel = context.WithTimeout(ctx, opts.Duration)
 		defer cancel()
 	}
-	tick := time.NewTicker(opts.Interval)
+	tick := time.NewTicker(w.o.Interval)
 	defer tick.Stop()
-	var err error
 	for {
-		if err = w.discoverBounded(runCtx); err != nil && runCtx.Err() == nil {
+		if err = w.step(runCtx); err != nil {
 			break
 		}
-		w.sample(runCtx)
 		if ctx.Err() != nil {
 			err = nil
 			break
@@ -108,7 +104,7 @@ func Watch(ctx context.Context, c Client, opts WatchOptions) ([]analyze.WatchedC
 			break
 		}
 	}
-	time.AfterFunc(CleanupGrace, endLife)
+	time.AfterFunc(CleanupGrace, s.endLife)
 	if err == nil && ctx.Err() == nil {
 		// The end came with the duration, maybe in the middle of a call the daemon never
 		// answered: a watch of a hung daemon must not pass for a full one.
@@ -116,6 +112,17 @@ func Watch(ctx context.Context, c Client, opts WatchOptions) ([]analyze.WatchedC
 	}
 	w.stopAll() // before the final state, so that no companion reports after it
 	return w.containers(), err
+}
+
+// step is one sample, shared by Watch and Sampler: list and inspect the containers, then read
+// every /dev/shm. Its error is the daemon's (the reading is then skipped); one that comes
+// because ctx is done is none.
+func (w *watcher) step(ctx context.Context) error {
+	if err := w.discoverBounded(ctx); err != nil && ctx.Err() == nil {
+		return err
+	}
+	w.sample(ctx)
+	return nil
 }
 
 // watchCall bounds one daemon call of the watch loop.
@@ -174,6 +181,7 @@ type watched struct {
 	group   string
 	pidMode container.PidMode
 	ownSize *int64 // from inspect, nil where it depends on the host
+	origin  shmOrigin
 }
 
 // shmGroup is one /dev/shm: a container's own, or one shared through ipc: service:,
@@ -221,18 +229,21 @@ func (w *watcher) chooseMethod(ctx context.Context) error {
 // discover lists the project's running containers, inspects new ones and marks the ones
 // that stopped.
 func (w *watcher) discover(ctx context.Context) error {
-	f := make(client.Filters).Add("label", ComposeProjectLabel+"="+w.o.Project).Add("label", ComposeOneoffLabel+"=False")
+	f, keep := w.listFilter()
 	list, err := w.c.ContainerList(ctx, client.ContainerListOptions{Filters: f})
 	if daemonGone(err) {
 		return fmt.Errorf("the Docker daemon at %s stopped answering: %s", w.c.DaemonHost(), reason(err))
 	}
 	if err != nil {
-		return fmt.Errorf("listing the containers of project %s: %s", w.o.Project, reason(err))
+		return fmt.Errorf("listing the containers of %s: %s", w.watchedName(), reason(err))
 	}
 	running := map[string]bool{}
 	var fresh []container.Summary
 	w.mu.Lock()
 	for _, s := range list.Items {
+		if !keep(s) {
+			continue
+		}
 		running[s.ID] = true
 		if k := w.byID[s.ID]; k == nil || !k.Running {
 			fresh = append(fresh, s)
@@ -242,6 +253,9 @@ func (w *watcher) discover(ctx context.Context) error {
 		if k.Running && !running[k.ID] {
 			k.Running, k.UsedBytes = false, nil
 		}
+	}
+	if w.o.Fleet {
+		w.forgetStopped()
 	}
 	w.mu.Unlock()
 	for _, s := range fresh {
@@ -282,6 +296,7 @@ func (w *watcher) add(ctx context.Context, in *container.InspectResponse) {
 	}
 	k.group, k.ownSize, k.Mount = w.groupOf(ctx, in)
 	k.HostIPC = k.group == "host"
+	k.origin = originOf(in, labels, k.Mount)
 
 	w.mu.Lock()
 	defer w.mu.Unlock()

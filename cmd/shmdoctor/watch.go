@@ -43,8 +43,16 @@ below the current one is recommended only from the agent's readings.
 On a terminal, one line per service is redrawn at every sample; otherwise only the
 summary is printed. --format json streams one JSON object per sample, then the summary.
 
+With --listen ADDR the doctor is a Prometheus exporter instead: it watches every running
+container of the engine (or those of -p and --projects), follows containers as they start
+and stop by listing them at every --interval, and serves at http://ADDR/metrics one series
+set per container (/dev/shm size, use, peak since start, memory limit, where /dev/shm
+comes from and what sized it) and its own health, until Ctrl-C or SIGTERM. No summary is
+printed; docs/watch.md has the alert rules.
+
 Examples:
   shmdoctor watch                   # the project in this folder, until Ctrl-C
+  shmdoctor watch --listen 127.0.0.1:9586   # every container, as Prometheus metrics
   shmdoctor watch -p trainer --duration 30m --format json > shm.jsonl
 
 Exit status: 0 when the watch ends (Ctrl-C or --duration are its normal ends), 1 when no
@@ -74,6 +82,8 @@ func watch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	method := fs.String("method", "auto", "how use is read: auto|stats|agent|df")
 	color := fs.String("color", "auto", "colour: auto|always|never (auto follows the terminal, NO_COLOR and FORCE_COLOR)")
 	noColor := fs.Bool("no-color", false, "no colour: --color never")
+	listen := fs.String("listen", "", "serve Prometheus metrics of every running container at http://`ADDR`/metrics instead of a summary")
+	projects := fs.StringSlice("projects", nil, "with --listen, watch only these compose projects (comma-separated, repeatable; default: every container)")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage, flagError(fs, err)
@@ -103,6 +113,9 @@ func watch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	case "auto", "stats", "agent", "df":
 	default:
 		return exitUsage, usagef("watch: --method %q: use auto, stats, agent or df", *method)
+	}
+	if *listen != "" || len(*projects) > 0 {
+		return serveMetrics(ctx, *listen, append(*projects, load.ProjectName), fs.Args(), *interval, *duration, *method, stderr)
 	}
 	load.Paths, load.Stdin = fs.Args(), stdin
 
