@@ -44,7 +44,7 @@ reference:
 
 test: vet reference
 	@echo "make: go test ./... (the probe, watch and integration tests use the Docker Engine)"
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -timeout 20m ./...
 	@echo "make: a short run of each fuzz target"
 	$(MAKE) fuzz
 
