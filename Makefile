@@ -2,6 +2,8 @@
 GO       ?= go
 BIN      ?= bin/shmdoctor
 FUZZTIME ?= 10s
+# The tag when the commit has one (v1.2.3, v1.2.3-4-gabcdef0 after it), else the commit
+# (abcdef0), with -dirty for uncommitted changes.
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # The commit's time, never the build's: release builds are reproducible.
 COMMIT      ?= $(shell git rev-parse HEAD 2>/dev/null)
@@ -21,10 +23,13 @@ release:
 	GO='$(GO)' $(GO) run ./scripts/release -version '$(VERSION)' -ldflags '$(LDFLAGS)' \
 		-targets '$(RELEASE_TARGETS)' -agents '$(AGENT_TARGETS)' -dist dist
 
-# shmdoctor:VERSION, FROM scratch with the static binary alone; the build context is bin/.
-IMAGE ?= shmdoctor:$(VERSION)
+# localhost/shmdoctor:VERSION, FROM scratch with the static binary alone; the build context is
+# bin/. The localhost/ name is no Docker Hub name, so a run with --pull=never never fetches
+# another image of that name. The last line printed is the image's name.
+IMAGE ?= localhost/shmdoctor:$(VERSION)
 image: build
-	docker build -q -f Dockerfile -t $(IMAGE) $(dir $(BIN))
+	docker build -q -f Dockerfile -t $(IMAGE) $(dir $(BIN)) >/dev/null
+	@echo $(IMAGE)
 
 # Exit status 1 means "findings", which is what the demo is for.
 demo: build
@@ -88,8 +93,9 @@ bench:
 install:
 	CGO_ENABLED=0 $(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/shmdoctor
 
-# docker shmdoctor ...: the same binary as a docker CLI plugin.
-PLUGIN_DIR ?= $(HOME)/.docker/cli-plugins
+# docker shmdoctor ...: the same binary as a docker CLI plugin, in the folder the docker CLI
+# reads plugins from: $DOCKER_CONFIG/cli-plugins, else ~/.docker/cli-plugins.
+PLUGIN_DIR ?= $(or $(DOCKER_CONFIG),$(HOME)/.docker)/cli-plugins
 install-plugin: build
 	mkdir -p $(PLUGIN_DIR)
 	cp $(BIN) $(PLUGIN_DIR)/docker-shmdoctor

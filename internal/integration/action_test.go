@@ -138,11 +138,21 @@ type actionRun struct {
 	outputs map[string]string // the action's outputs
 }
 
-// runAction runs the action's steps as the runner runs a composite action's bash steps
-// (bash --noprofile --norc -eo pipefail, the expressions replaced by their values, outputs
-// passed through $GITHUB_OUTPUT), with `with` over the inputs' defaults, in the workspace
-// dir, the action's path being this repository. It stops at the first failing step.
+// runAction runs the action's steps as the runner runs a composite action's bash steps, with
+// `with` over the inputs' defaults, in the workspace dir, the action's path being this
+// repository. It stops at the first failing step. See runActionEnv.
 func runAction(t *testing.T, a *actionMetadata, with map[string]string, workspace string) actionRun {
+	t.Helper()
+	return runActionEnv(t, a, with, workspace, nil)
+}
+
+// runActionEnv runs the action's steps as the runner runs a composite action's bash steps:
+// each script written to a file and run with bash --noprofile --norc -eo pipefail FILE, the
+// expressions of env, working-directory and the outputs replaced by their values (inputs from
+// `with` over the defaults, outputs passed through $GITHUB_OUTPUT), and no INPUT_* variable
+// but those a step's env sets: the runner sets them for JavaScript and Docker actions, not
+// for composite ones (actions/runner#665). env is added to the job's environment.
+func runActionEnv(t *testing.T, a *actionMetadata, with map[string]string, workspace string, env []string) actionRun {
 	t.Helper()
 	inputs := map[string]string{}
 	for name, in := range a.Inputs {
@@ -173,19 +183,30 @@ func runAction(t *testing.T, a *actionMetadata, with map[string]string, workspac
 			return ""
 		})
 	}
+	var job []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "INPUT_") {
+			job = append(job, kv)
+		}
+	}
+	job = append(job, env...)
 	temp := t.TempDir()
 	var r actionRun
 	for _, s := range a.Runs.Steps {
 		output := filepath.Join(temp, s.ID+".output")
-		env := []string{"RUNNER_TEMP=" + temp, "GITHUB_OUTPUT=" + output, "GITHUB_WORKSPACE=" + workspace}
+		script := filepath.Join(temp, s.ID+".sh")
+		if err := os.WriteFile(script, []byte(s.Run), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		stepEnv := append(slices.Clone(job), "RUNNER_TEMP="+temp, "GITHUB_OUTPUT="+output, "GITHUB_WORKSPACE="+workspace)
 		for k, v := range s.Env {
-			env = append(env, k+"="+eval(v))
+			stepEnv = append(stepEnv, k+"="+eval(v))
 		}
 		dir := workspace
 		if s.WorkingDirectory != "" {
 			dir = eval(s.WorkingDirectory)
 		}
-		res := runIn(t, dir, env, "bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", s.Run)
+		res := runEnv(t, dir, stepEnv, "bash", "--noprofile", "--norc", "-eo", "pipefail", script)
 		r.log += res.stdout + res.stderr
 		steps[s.ID] = map[string]string{}
 		if data, err := os.ReadFile(output); err == nil {

@@ -103,9 +103,15 @@ type result struct {
 // runIn runs a command in dir with extra environment, returning its exit code and output.
 func runIn(t *testing.T, dir string, env []string, name string, args ...string) result {
 	t.Helper()
+	return runEnv(t, dir, append(os.Environ(), env...), name, args...)
+}
+
+// runEnv runs a command in dir with the environment env alone.
+func runEnv(t *testing.T, dir string, env []string, name string, args ...string) result {
+	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = env
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
