@@ -139,7 +139,7 @@ func TestPreCommitManifest(t *testing.T) {
 		t.Fatalf("entry %q is not a command of the module (%v)", entry[0], mainPackages(t))
 	}
 	for _, h := range hooks[1:] {
-		want := map[string]string{"shmdoctor-system": hooks[0].Entry, "shmdoctor-docker": "shmdoctor:latest"}[h.ID]
+		want := map[string]string{"shmdoctor-system": hooks[0].Entry, "shmdoctor-docker": "--pull=never localhost/shmdoctor:latest"}[h.ID]
 		if h.Entry != want {
 			t.Errorf("%s: entry %q, want %q", h.ID, h.Entry, want)
 		}

@@ -29,6 +29,12 @@ const commitTime = "2025-01-02T03:04:05+00:00"
 // every folder.
 func checkout(t *testing.T, dir string) {
 	t.Helper()
+	checkoutTag(t, dir, "v9.8.7")
+}
+
+// checkoutTag is checkout with the tag given, or none when tag is "", and returns the commit.
+func checkoutTag(t *testing.T, dir, tag string) string {
+	t.Helper()
 	src := root(t)
 	ls := exec.Command("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
 	ls.Dir = src
@@ -55,11 +61,16 @@ func checkout(t *testing.T, dir string) {
 	env := []string{"GIT_AUTHOR_DATE=" + commitTime, "GIT_COMMITTER_DATE=" + commitTime,
 		"GIT_AUTHOR_NAME=release", "GIT_AUTHOR_EMAIL=release@example.com",
 		"GIT_COMMITTER_NAME=release", "GIT_COMMITTER_EMAIL=release@example.com", "GIT_CONFIG_GLOBAL=/dev/null"}
-	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"commit", "-q", "-m", "release"}, {"tag", "v9.8.7"}} {
+	cmds := [][]string{{"init", "-q"}, {"add", "-A"}, {"commit", "-q", "-m", "release"}}
+	if tag != "" {
+		cmds = append(cmds, []string{"tag", tag})
+	}
+	for _, args := range cmds {
 		if r := runIn(t, dir, env, "git", args...); r.code != 0 {
 			t.Fatalf("git %v: %s", args, r.stderr)
 		}
 	}
+	return strings.TrimSpace(runIn(t, dir, nil, "git", "rev-parse", "HEAD").stdout)
 }
 
 // TestRelease runs `make release` for the host's platform in two checkouts of the same commit
