@@ -7,31 +7,37 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/moby/moby/client"
 )
 
-// TestImage builds the doctor's container image with `make image` in a clean checkout and
-// runs it as the README says, on a folder mounted at /src with the Docker socket: it analyses
-// the folder and probes through the socket. Both images (the doctor's and the probe image it
-// builds from its own binary) are removed afterwards unless they were there before.
+// TestImage builds the doctor's container image with `make image` in a clean checkout at tag
+// v9.8.7: it prints the name localhost/shmdoctor:v9.8.7, which docker image inspect finds. It
+// runs it as the README says, with --pull=never, on a folder mounted at /src with the Docker
+// socket: it analyses the folder and probes through the socket. Both images (the doctor's and
+// the probe image it builds from its own binary) are removed afterwards unless they were there
+// before.
 func TestImage(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "checkout")
 	checkout(t, dir)
-	image := fmt.Sprintf("shmdoctor-imagetest:%d", os.Getpid())
+	image := "localhost/shmdoctor:v9.8.7"
 	c, err := client.New(client.FromEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	removeAfter(t, c, image)
-	if r := runIn(t, dir, nil, "make", "image", "IMAGE="+image); r.code != 0 {
-		t.Fatalf("make image: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	r := runIn(t, dir, nil, "make", "-s", "image")
+	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); r.code != 0 || lines[len(lines)-1] != image {
+		t.Fatalf("make image: exit %d, want %s printed last\n%s%s", r.code, image, r.stdout, r.stderr)
+	}
+	if r := runIn(t, dir, nil, "docker", "image", "inspect", "--format", "{{.Os}}/{{.Architecture}}", image); r.code != 0 || strings.TrimSpace(r.stdout) != "linux/"+runtime.GOARCH {
+		t.Fatalf("docker image inspect %s: exit %d, %q\n%s", image, r.code, r.stdout, r.stderr)
 	}
 	bin, err := os.ReadFile(filepath.Join(dir, "bin", "shmdoctor"))
 	if err != nil {
@@ -49,7 +55,7 @@ func TestImage(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(stack, "compose.yaml"), []byte(compose), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := runIn(t, stack, nil, "docker", "run", "--rm", "-v", stack+":/src", "-w", "/src",
+	r = runIn(t, stack, nil, "docker", "run", "--rm", "--pull=never", "-v", stack+":/src", "-w", "/src",
 		"-v", socket+":/var/run/docker.sock", image, "--format", "json", "--probe", "always", "--fail-on", "never", ".")
 	if r.code != 0 {
 		t.Fatalf("docker run %s: exit %d\n%s%s", image, r.code, r.stdout, r.stderr)
