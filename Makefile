@@ -9,7 +9,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 COMMIT      ?= $(shell git rev-parse HEAD 2>/dev/null)
 COMMIT_TIME ?= $(shell git log -1 --format=%cI 2>/dev/null)
 LDFLAGS  := -s -w -X main.buildVersion=$(VERSION) -X main.buildCommit=$(COMMIT) -X main.buildCommitTime=$(COMMIT_TIME)
-RELEASE_TARGETS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
+RELEASE_TARGETS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 AGENT_TARGETS   ?= linux/amd64 linux/arm64
 
 .PHONY: build demo reference test faults hostile lab fuzz bench vet install install-plugin clean docs release image
