@@ -11,16 +11,6 @@ func RecommendedSize(p *ShmPlan) int64 {
 	return Friendly(n)
 }
 
-// KeepSize is the shm_size to advise where a private /dev/shm replaces one that ipc: host,
-// ipc: none or a mount decides: the shm_size written, when it is set and covers the target,
-// else the recommendation. Advice never goes below what the stack writes.
-func KeepSize(p *ShmPlan) int64 {
-	if p.Configured != nil && *p.Configured > 0 && *p.Configured >= p.Target() {
-		return *p.Configured
-	}
-	return RecommendedSize(p)
-}
-
 // Friendly rounds up: to a power of two MiB below 1 GiB, to whole GiB above.
 func Friendly(n int64) int64 {
 	if n >= 1<<30 {
@@ -44,9 +34,6 @@ func NeedBasis(p *ShmPlan) string {
 	}
 	return ""
 }
-
-// MeasureAdvice is what to do where the need is not known: learn it.
-const MeasureAdvice = "measure the peak with shmdoctor watch and declare it with x-shmdoctor.need"
 
 // ExceedsLimit is SHM012's condition: a /dev/shm of size bytes at or above the memory limit.
 // watch applies it to the sizes it recommends.

@@ -226,26 +226,32 @@ func readTGI(s Signals, inv Invocation, u *Use) {
 	} else {
 		p.From += " in " + inv.Origin
 	}
+	rankPerGPU(u, s, inv, p, "shard", NeedSource{"Hugging Face text-generation-inference README: A note on Shared Memory (shm)",
+		"https://github.com/huggingface/text-generation-inference#a-note-on-shared-memory-shm"})
+}
+
+// rankPerGPU sets the use of a server that runs p ranks (shards) when p is set, else one a
+// GPU it is given: NCCL between them, nothing for one.
+func rankPerGPU(u *Use, s Signals, inv Invocation, p Param, rank string, src NeedSource) {
 	n, ok := p.Int()
 	switch {
 	case p.Set && !ok, p.Unknown:
-		unknownRanks(u, "the shard count")
+		unknownRanks(u, "the "+rank+" count")
 		return
 	case p.Set:
 		u.Evidence = append(u.Evidence, p.From)
 	case s.GPUs == AllGPUs:
-		unknownRanks(u, "the shard count (TGI starts one shard per GPU it sees, and the service is given all of the host's)")
+		unknownRanks(u, "the "+rank+" count (one "+rank+" a GPU, and the service is given all of the host's)")
 		return
 	default:
 		n = max(s.GPUs, 1)
-		u.Evidence = append(u.Evidence, fmt.Sprintf("%d GPU(s) given, one shard each", n))
+		u.Evidence = append(u.Evidence, fmt.Sprintf("%d GPU(s) given, one %s each", n, rank))
 	}
 	if n <= 1 {
-		oneProcess(u, "one shard runs on one GPU, without NCCL")
+		oneProcess(u, "one "+rank+" runs on one GPU, without NCCL")
 		return
 	}
-	collective(u, s, n, inv, 0, "", NeedSource{"Hugging Face text-generation-inference README: A note on Shared Memory (shm)",
-		"https://github.com/huggingface/text-generation-inference#a-note-on-shared-memory-shm"})
+	collective(u, s, n, inv, 0, "", src)
 }
 
 // Triton's Python backend gives each Python model instance a region of
@@ -258,26 +264,7 @@ func readTriton(s Signals, inv Invocation, u *Use) {
 
 // A NIM for LLMs runs one rank a GPU it is given, or NIM_TENSOR_PARALLEL_SIZE of them.
 func readNIM(s Signals, inv Invocation, u *Use) {
-	p := inv.Var("NIM_TENSOR_PARALLEL_SIZE")
-	n, ok := p.Int()
-	switch {
-	case p.Set && !ok:
-		unknownRanks(u, "NIM_TENSOR_PARALLEL_SIZE")
-		return
-	case p.Set:
-		u.Evidence = append(u.Evidence, p.From)
-	case s.GPUs == AllGPUs:
-		unknownRanks(u, "the GPU count (the service is given all of the host's GPUs, one rank each)")
-		return
-	default:
-		n = max(s.GPUs, 1)
-		u.Evidence = append(u.Evidence, fmt.Sprintf("%d GPU(s) given", n))
-	}
-	if n <= 1 {
-		oneProcess(u, "one GPU runs one rank")
-		return
-	}
-	collective(u, s, n, inv, 0, "", NeedSource{"NVIDIA NIM for LLMs documentation: Getting Started",
+	rankPerGPU(u, s, inv, inv.Var("NIM_TENSOR_PARALLEL_SIZE"), "rank", NeedSource{"NVIDIA NIM for LLMs documentation: Getting Started",
 		"https://docs.nvidia.com/nim/large-language-models/1.8.0/getting-started.html"})
 }
 
@@ -340,7 +327,7 @@ var srcTorchrun = NeedSource{"PyTorch documentation: torchrun (Elastic Launch)",
 func readTorch(s Signals, inv Invocation, u *Use) {
 	n, known, from := 1, true, ""
 	launcher := true
-	read := func(p Param, dflt int, what string) {
+	read := func(p Param, dflt int) {
 		switch {
 		case p.Unknown:
 			known = false
@@ -359,7 +346,6 @@ func readTorch(s Signals, inv Invocation, u *Use) {
 			}
 			n, from = v, p.From+" in "+inv.Origin
 		}
-		_ = what
 	}
 	switch {
 	case inv.Runs("torchrun"), inv.Runs("-m torch.distributed.run"), inv.Runs("-m torch.distributed.launch"):
@@ -371,13 +357,13 @@ func readTorch(s Signals, inv Invocation, u *Use) {
 				inv.Origin = "the environment"
 			}
 		}
-		read(p, 1, "torchrun")
+		read(p, 1)
 	case inv.Runs("accelerate launch"), inv.Runs("-m accelerate.commands.launch"):
 		p := inv.Flag("num_processes", "num-processes")
 		if !p.Set {
 			known = false // accelerate's config file decides
 		} else {
-			read(p, 1, "accelerate")
+			read(p, 1)
 		}
 	case inv.Runs("deepspeed"), inv.Runs("-m deepspeed.launcher.*"):
 		p := inv.Flag("num_gpus", "num-gpus")
@@ -388,14 +374,14 @@ func readTorch(s Signals, inv Invocation, u *Use) {
 				n, from = max(s.GPUs, 1), fmt.Sprintf("%d GPU(s) given, one rank each (deepspeed's default)", max(s.GPUs, 1))
 			}
 		} else {
-			read(p, 1, "deepspeed")
+			read(p, 1)
 		}
 	case inv.Runs("mpirun"), inv.Runs("mpiexec"), inv.Runs("horovodrun"):
 		p := inv.Flag("np", "n")
 		if !p.Set {
 			known = false
 		} else {
-			read(p, 1, "mpirun")
+			read(p, 1)
 		}
 	default:
 		launcher = false

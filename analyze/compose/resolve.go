@@ -328,7 +328,7 @@ func (p *project) gpus(plan *analyze.ShmPlan, s *types.ServiceConfig) {
 		}
 	}
 	requests := 0
-	request := func(r types.DeviceRequest, i int, key ...string) {
+	request := func(r types.DeviceRequest) {
 		requests++
 		n := deviceCount(r)
 		add(&plan.GPUs, n)
@@ -336,13 +336,13 @@ func (p *project) gpus(plan *analyze.ShmPlan, s *types.ServiceConfig) {
 			vendor(analyze.VendorNVIDIA)
 		}
 	}
-	for i, r := range s.Gpus {
-		request(r, i, "gpus")
+	for _, r := range s.Gpus {
+		request(r)
 	}
 	if s.Deploy != nil && s.Deploy.Resources.Reservations != nil {
-		for i, d := range s.Deploy.Resources.Reservations.Devices {
+		for _, d := range s.Deploy.Resources.Reservations.Devices {
 			if d.Driver == "nvidia" || containsFold(d.Capabilities, "gpu") {
-				request(d, i, "deploy", "resources", "reservations", "devices")
+				request(d)
 			}
 		}
 	}
