@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/shmdoctor/shmdoctor/engine"
 	"io"
 	"strings"
 	"time"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/shmdoctor/shmdoctor/agent/protocol"
 	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/engine"
 )
 
 // session is the doctor's conversation with the agent in one service's probe container,

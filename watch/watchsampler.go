@@ -2,12 +2,9 @@ package watch
 
 import (
 	"context"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/moby/moby/api/types/container"
-	"github.com/moby/moby/client"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
 	"github.com/shmdoctor/shmdoctor/engine"
@@ -134,80 +131,4 @@ func originOf(in *container.InspectResponse, labels map[string]string, mount str
 		}
 	}
 	return o
-}
-
-// listFilter is what discover lists, and which of the listed containers it keeps: the compose
-// project's non-oneoff containers, or with Fleet those of Projects (and Project), or every
-// container but the doctor's companions.
-func (w *watcher) listFilter() (client.Filters, func(container.Summary) bool) {
-	if !w.o.Fleet {
-		f := make(client.Filters).Add("label", ComposeProjectLabel+"="+w.o.Project).Add("label", ComposeOneoffLabel+"=False")
-		return f, func(container.Summary) bool { return true }
-	}
-	projects := w.fleetProjects()
-	f := make(client.Filters)
-	switch len(projects) {
-	case 0:
-	case 1:
-		f.Add("label", ComposeProjectLabel+"="+projects[0])
-	default:
-		// Two label filters must both match: list compose's containers and keep the projects.
-		f.Add("label", ComposeProjectLabel)
-	}
-	return f, func(s container.Summary) bool {
-		if _, companion := s.Labels[engine.LabelWatch]; companion {
-			return false
-		}
-		return len(projects) == 0 || slices.Contains(projects, s.Labels[ComposeProjectLabel])
-	}
-}
-
-// fleetProjects are the projects a Fleet sampler watches, none for every container.
-func (w *watcher) fleetProjects() []string {
-	ps := slices.Clone(w.o.Projects)
-	if w.o.Project != "" {
-		ps = append(ps, w.o.Project)
-	}
-	slices.Sort(ps)
-	return slices.Compact(ps)
-}
-
-// watchedName names what discover lists, for its errors.
-func (w *watcher) watchedName() string {
-	if !w.o.Fleet {
-		return "project " + w.o.Project
-	}
-	if ps := w.fleetProjects(); len(ps) > 0 {
-		return "projects " + strings.Join(ps, ", ")
-	}
-	return "the engine"
-}
-
-// forgetStopped drops the containers that stopped, and the /dev/shm groups left without a
-// member, stopping their companions: a fleet sampler keeps one entry per running container.
-// A companion still starting for a dropped group ends with its container's PID namespace,
-// and Close sweeps it. Called with w.mu held.
-func (w *watcher) forgetStopped() {
-	kept := w.order[:0]
-	members := map[string]int{}
-	for _, k := range w.order {
-		if k.Running {
-			kept = append(kept, k)
-			members[k.group]++
-			continue
-		}
-		delete(w.byID, k.ID)
-	}
-	clear(w.order[len(kept):])
-	w.order = kept
-	for key, g := range w.groups {
-		if members[key] > 0 || g.starting {
-			continue
-		}
-		delete(w.groups, key)
-		if cp := g.companion; cp != nil {
-			g.companion = nil
-			go w.stopCompanion(context.Background(), cp)
-		}
-	}
 }
