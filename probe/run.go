@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
@@ -385,7 +384,7 @@ func (r *runner) measure(n *node) string {
 	}
 	r.o.progress(n, StageStarting)
 	if s.volume != "" {
-		name, err := r.findVolume(ctx, s.volume)
+		name, err := findVolume(ctx, r.c, r.o.Project, s.volume)
 		if err != nil {
 			m.Error = err.Error()
 			return ""
@@ -493,26 +492,4 @@ func (r *runner) runFailed(n *node, what string, err error) {
 	default:
 		n.m.Error = fmt.Sprintf("%s: %s", what, engine.Reason(err))
 	}
-}
-
-func killedByKernel(st *container.State) bool { return !st.Running && st.ExitCode == 137 }
-
-// findVolume returns the named volume mounted at /dev/shm as the daemon knows it: the name
-// as given, else with the compose project prefix. It never creates one.
-func (r *runner) findVolume(ctx context.Context, name string) (string, error) {
-	candidates := []string{name}
-	if r.o.Project != "" && !strings.HasPrefix(name, r.o.Project+"_") {
-		candidates = append(candidates, r.o.Project+"_"+name)
-	}
-	for _, v := range candidates {
-		_, err := r.c.VolumeInspect(ctx, v, client.VolumeInspectOptions{})
-		if err == nil {
-			return v, nil
-		}
-		if !cerrdefs.IsNotFound(err) {
-			return "", fmt.Errorf("inspecting volume %s: %s", v, engine.Reason(err))
-		}
-	}
-	return "", fmt.Errorf("volume %s does not exist (looked for %s); the probe does not create volumes: run `docker compose up` once or create it, then probe again",
-		name, strings.Join(candidates, ", "))
 }

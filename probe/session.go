@@ -291,6 +291,7 @@ func (n *node) fill(out *protocol.Output, st *container.State, stderr string) {
 }
 
 // killedByKernel reports an exit by SIGKILL the probe did not send.
+func killedByKernel(st *container.State) bool { return !st.Running && st.ExitCode == 137 }
 
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")

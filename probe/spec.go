@@ -1,15 +1,18 @@
 package probe
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
 
 	"github.com/shmdoctor/shmdoctor/agent/protocol"
 	"github.com/shmdoctor/shmdoctor/analyze"
@@ -214,4 +217,24 @@ func containerName(project, service, runID string) string {
 	}
 	parts = append(parts, runID)
 	return strings.Join(parts, "-")
+}
+
+// findVolume returns the named volume mounted at /dev/shm as the daemon knows it: the name
+// as given, else with the compose project prefix. It never creates one.
+func findVolume(ctx context.Context, c engine.Client, project, name string) (string, error) {
+	candidates := []string{name}
+	if project != "" && !strings.HasPrefix(name, project+"_") {
+		candidates = append(candidates, project+"_"+name)
+	}
+	for _, v := range candidates {
+		_, err := c.VolumeInspect(ctx, v, client.VolumeInspectOptions{})
+		if err == nil {
+			return v, nil
+		}
+		if !cerrdefs.IsNotFound(err) {
+			return "", fmt.Errorf("inspecting volume %s: %s", v, engine.Reason(err))
+		}
+	}
+	return "", fmt.Errorf("volume %s does not exist (looked for %s); the probe does not create volumes: run `docker compose up` once or create it, then probe again",
+		name, strings.Join(candidates, ", "))
 }
