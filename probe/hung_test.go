@@ -173,7 +173,7 @@ func TestHungDaemonMidRun(t *testing.T) {
 		t.Errorf("calls without a deadline: %v", d.noDeadline)
 	}
 	if bound := before.Add(o.Timeout + engine.CleanupGrace); d.latest.After(bound.Add(time.Second)) {
-		t.Errorf("a call was given until %v after the run began, past the timeout plus engine.CleanupGrace (%v)", d.latest.Sub(before), o.Timeout+engine.CleanupGrace)
+		t.Errorf("a call was given until %v after the run began, past the timeout plus CleanupGrace (%v)", d.latest.Sub(before), o.Timeout+engine.CleanupGrace)
 	}
 	if err == nil || !strings.Contains(err.Error(), "timed out after 1s") || !strings.Contains(err.Error(), "stopped answering") {
 		t.Errorf("Run: %v, want a timeout saying the daemon stopped answering", err)

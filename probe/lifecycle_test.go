@@ -112,18 +112,18 @@ func TestClean(t *testing.T) {
 		t.Fatalf("Clean: %v", err)
 	}
 	if containers != 2 || exists(t, id) || exists(t, companion) {
-		t.Errorf("engine.Clean removed %d containers, want 2; leftover still there: %v, companion still there: %v", containers, exists(t, id), exists(t, companion))
+		t.Errorf("Clean removed %d containers, want 2; leftover still there: %v, companion still there: %v", containers, exists(t, id), exists(t, companion))
 	}
 	// The image a live run's container uses stays until that run is over.
 	if !exists(t, young) || images != 0 || imageCount(t, digest) != 1 {
-		t.Errorf("engine.Clean removed %d images and the container created a moment ago (a live run's) is there: %v", images, exists(t, young))
+		t.Errorf("Clean removed %d images and the container created a moment ago (a live run's) is there: %v", images, exists(t, young))
 	}
 	_, _ = daemon(t).ContainerRemove(ctx, young, client.ContainerRemoveOptions{Force: true})
 	if _, images, err := engine.Clean(ctx, daemon(t)); err != nil || images != 1 || imageCount(t, digest) != 0 {
 		t.Errorf("second Clean: %d images removed, %d left, %v; want 1 removed, none left", images, imageCount(t, digest), err)
 	}
 	if n := imageCount(t, otherDigest); n != 1 || !exists(t, other) {
-		t.Errorf("engine.Clean went beyond its scope: %d of the other image, the other leftover there: %v", n, exists(t, other))
+		t.Errorf("Clean went beyond its scope: %d of the other image, the other leftover there: %v", n, exists(t, other))
 	}
 
 	// The image comes back on demand, built from the binary and never pulled.

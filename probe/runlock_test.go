@@ -178,15 +178,17 @@ func TestCleanSparesLiveRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if exists(t, deadProbe) || !exists(t, liveProbe) || containers != 1 {
-		t.Errorf("engine.Clean removed %d containers: dead run's still there %v, live run's still there %v", containers, exists(t, deadProbe), exists(t, liveProbe))
+	// Another doctor on the shared daemon (a test package running beside this one) removes a
+	// dead run's containers when it starts, so Clean may find the dead one gone already.
+	if exists(t, deadProbe) || !exists(t, liveProbe) || containers > 1 {
+		t.Errorf("Clean removed %d containers: dead run's still there %v, live run's still there %v", containers, exists(t, deadProbe), exists(t, liveProbe))
 	}
 	if images != 0 || countImages(t, digest, false) != 1 {
-		t.Errorf("engine.Clean removed %d images while a run lived", images)
+		t.Errorf("Clean removed %d images while a run lived", images)
 	}
 	live.Release()
-	if containers, images, err = engine.Clean(context.Background(), daemon(t)); err != nil || containers != 1 || images != 1 {
-		t.Errorf("engine.Clean once the run ended: %d containers, %d images, %v; want 1, 1", containers, images, err)
+	if containers, images, err = engine.Clean(context.Background(), daemon(t)); err != nil || containers > 1 || exists(t, liveProbe) || images != 1 {
+		t.Errorf("Clean once the run ended: %d containers (the ended run's still there %v), %d images, %v; want it gone, 1 image", containers, exists(t, liveProbe), images, err)
 	}
 }
 

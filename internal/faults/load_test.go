@@ -1,0 +1,246 @@
+//go:build faults
+
+package faults
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/api/types/events"
+	"github.com/moby/moby/client"
+
+	"github.com/shmdoctor/shmdoctor/engine"
+	"github.com/shmdoctor/shmdoctor/internal/testutil"
+)
+
+// agentBound is how long an agent may outlive its doctor, or a companion its watch: the
+// agent stops when the doctor's attach stream ends, whatever the machine's load.
+const agentBound = 5 * time.Second
+
+// TestSignalUnderLoad: with both cores busy compiling (four go build loops, each from an
+// empty build cache), a doctor killed or stopped mid-probe leaves no agent running more than
+// agentBound after the signal, and a watch killed mid-watch leaves no companion: the agent
+// follows its doctor's attach stream, not its deadline (--probe-timeout plus the grace).
+func TestSignalUnderLoad(t *testing.T) {
+	stop := busy(t, 4)
+	defer stop()
+	dir := stack(t, "probeload", probeStack)
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
+		t.Run("probe "+sigName[sig], func(t *testing.T) {
+			r := newRow(t, sigName[sig]+" mid-probe, both cores busy", fmt.Sprintf("every agent stops within %s; nothing left (after SIGKILL: after the next run)", agentBound))
+			for i := 1; i <= runs; i++ {
+				clean(t, false)
+				ctx, cancel := context.WithTimeout(context.Background(), eventWait)
+				evs := d.subscribe(ctx, "type", "container", "label", engine.LabelProbe)
+				p := doctor(t, dir, checkArgs(time.Minute)...)
+				l := newLives()
+				if err := l.untilStart(ctx, evs); err != nil {
+					cancel()
+					p.signal(syscall.SIGKILL)
+					p.wait(time.Since(p.started) + 10*time.Second)
+					t.Fatalf("run %d: %v; the doctor: %s: %s", i, err, p.end(), p.output())
+				}
+				load := loadAverage()
+				p.signal(sig)
+				sent := time.Now()
+				p.wait(time.Since(p.started) + grace + 20*time.Second)
+				last, err := l.untilStopped(ctx, evs, sent.Add(agentBound), events.ActionDie)
+				cancel()
+				r.detail("longest %.1f s after the signal", last.Sub(sent).Seconds(), func(old, new float64) bool { return new > old })
+				if err != nil {
+					t.Errorf("run %d (load %s): %v", i, load, err)
+				}
+				if sig == syscall.SIGKILL {
+					next := doctor(t, dir, checkArgs(time.Minute)...)
+					next.wait(time.Minute + grace)
+					if next.code != 0 && next.code != 1 {
+						t.Errorf("run %d: the next run: %s, want exit 0 or 1; stderr: %s", i, next.end(), next.output())
+					}
+				}
+				left := count(t, r)
+				r.observe("agents stopped in time %v%s", err == nil, leftNote(left))
+				if !left.zero() {
+					t.Errorf("run %d: left %s", i, left)
+				}
+			}
+		})
+	}
+	t.Run("watch SIGKILL", func(t *testing.T) {
+		r := newRow(t, "SIGKILL mid-watch, both cores busy", fmt.Sprintf("every companion stops and goes within %s; nothing left after the next watch", agentBound))
+		for i := 1; i <= runs; i++ {
+			clean(t, false)
+			dir, project := workloads(t)
+			ctx, cancel := context.WithTimeout(context.Background(), eventWait)
+			evs := d.subscribe(ctx, "type", "container", "label", engine.LabelWatch)
+			p := doctor(t, dir, watchArgs(project, 0)...)
+			l := newLives()
+			if err := l.untilStart(ctx, evs); err != nil {
+				cancel()
+				p.signal(syscall.SIGKILL)
+				p.wait(time.Since(p.started) + 10*time.Second)
+				t.Fatalf("run %d: %v; the watch: %s: %s", i, err, p.end(), p.output())
+			}
+			load := loadAverage()
+			p.signal(syscall.SIGKILL)
+			sent := time.Now()
+			p.wait(time.Since(p.started) + 10*time.Second)
+			// Companions are removed by the engine when they end (AutoRemove): wait for that.
+			last, err := l.untilStopped(ctx, evs, sent.Add(agentBound), events.ActionDestroy)
+			cancel()
+			r.detail("longest %.1f s after the signal", last.Sub(sent).Seconds(), func(old, new float64) bool { return new > old })
+			if err != nil {
+				t.Errorf("run %d (load %s): %v", i, load, err)
+			}
+			// A companion created and never started (the watch died between the two calls)
+			// is the next watch's to remove.
+			next := doctor(t, dir, watchArgs(project, 2*time.Second)...)
+			next.wait(time.Minute)
+			if next.code != 0 {
+				t.Errorf("run %d: the next watch: %s, want exit 0; stderr: %s", i, next.end(), next.output())
+			}
+			left := count(t, r)
+			r.observe("companions gone in time %v%s", err == nil, leftNote(left))
+			if !left.zero() {
+				t.Errorf("run %d: left %s", i, left)
+			}
+		}
+	})
+}
+
+// lives follows the containers of one doctor through the daemon's events.
+type lives struct {
+	started map[string]bool
+	ended   map[string]bool
+}
+
+func newLives() *lives { return &lives{started: map[string]bool{}, ended: map[string]bool{}} }
+
+func (l *lives) note(m events.Message, end events.Action) {
+	switch m.Action {
+	case events.ActionStart:
+		l.started[m.Actor.ID] = true
+	case end:
+		l.ended[m.Actor.ID] = true
+	}
+}
+
+// untilStart reads events until the first container starts.
+func (l *lives) untilStart(ctx context.Context, evs <-chan events.Message) error {
+	for len(l.started) == 0 {
+		m, err := await(ctx, evs, "container start")
+		if err != nil {
+			return err
+		}
+		l.note(m, "")
+	}
+	return nil
+}
+
+// untilStopped reads events until every container seen to start has ended (its end
+// event) and the daemon lists none of the label running, or until the bound passes. It
+// returns when the last one ended. A container whose start was in flight when its doctor
+// died starts after the signal: it is waited for too.
+func (l *lives) untilStopped(ctx context.Context, evs <-chan events.Message, bound time.Time, end events.Action) (time.Time, error) {
+	last := time.Now()
+	ctx, cancel := context.WithDeadline(ctx, bound)
+	defer cancel()
+	for {
+		for l.running() > 0 {
+			m, err := await(ctx, evs, "the end of every container")
+			if err != nil {
+				return time.Now(), fmt.Errorf("%d container(s) still there %s after the signal", l.running(), agentBound)
+			}
+			l.note(m, end)
+			last = time.Now()
+		}
+		// A start the daemon has not reported yet shows in its list.
+		res, err := d.api.ContainerList(ctx, client.ContainerListOptions{Filters: make(client.Filters).Add("label", labelOf(end)).Add("status", "running")})
+		if err != nil {
+			return time.Now(), fmt.Errorf("listing running containers: %v", err)
+		}
+		if len(res.Items) == 0 {
+			return last, nil
+		}
+		for _, c := range res.Items {
+			l.started[c.ID] = true
+		}
+	}
+}
+
+func (l *lives) running() int {
+	n := 0
+	for id := range l.started {
+		if !l.ended[id] {
+			n++
+		}
+	}
+	return n
+}
+
+// labelOf names the label of the containers whose end is end: a companion's end is its
+// removal, a probe container's its death.
+func labelOf(end events.Action) string {
+	if end == events.ActionDestroy {
+		return engine.LabelWatch
+	}
+	return engine.LabelProbe
+}
+
+// busy keeps n go build loops compiling the doctor, each from a build cache it empties
+// before every build, until the returned function is called; it waits for them to stop.
+func busy(t *testing.T, n int) (stop func()) {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
+	}
+	root, err := testutil.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	builds := make(chan error, n)
+	for i := range n {
+		cache := filepath.Join(t.TempDir(), fmt.Sprint("gocache", i))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				_ = os.RemoveAll(cache)
+				cmd := exec.CommandContext(ctx, goBin, "build", "-o", os.DevNull, "./cmd/shmdoctor")
+				cmd.Dir = root
+				cmd.Env = append(os.Environ(), "GOCACHE="+cache, "GOFLAGS=-buildvcs=false")
+				if out, err := cmd.CombinedOutput(); err != nil && ctx.Err() == nil {
+					builds <- fmt.Errorf("go build: %v: %s", err, strings.TrimSpace(string(out)))
+					return
+				}
+			}
+		}()
+	}
+	return func() {
+		cancel()
+		wg.Wait()
+		close(builds)
+		for err := range builds {
+			t.Errorf("the load did not run: %v", err)
+		}
+	}
+}
+
+// loadAverage is the one-minute load average, for messages.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.Fields(string(b))[0]
+}
