@@ -42,4 +42,3 @@ func TestSpeaks(t *testing.T) {
 		t.Errorf("identity prefix %q does not name %q", identityPrefix, want)
 	}
 }
-
