@@ -101,4 +101,4 @@ install-plugin: build
 	cp $(BIN) $(PLUGIN_DIR)/docker-shmdoctor
 
 clean:
-	rm -rf bin dist probe/agents
+	rm -rf bin dist engine/agents

@@ -1,6 +1,6 @@
 // Package exporter serves what `shmdoctor watch` reads as Prometheus metrics, for a fleet of
 // hosts: one series per running container (the /dev/shm size, use and peak, the memory limit,
-// where the /dev/shm comes from) and the doctor's own health. It samples with probe.Sampler,
+// where the /dev/shm comes from) and the doctor's own health. It samples with watch.Sampler,
 // the code of the one-shot watch, so that both read /dev/shm the same way; it never writes
 // into a watched container.
 package exporter
@@ -20,7 +20,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/shmdoctor/shmdoctor/probe"
+	"github.com/shmdoctor/shmdoctor/engine"
+	"github.com/shmdoctor/shmdoctor/watch"
 )
 
 // Options tune an exporter.
@@ -29,7 +30,7 @@ type Options struct {
 	Projects []string
 	// Interval is the time between two samples; default 1s.
 	Interval time.Duration
-	// Method is as probe.WatchOptions.Method.
+	// Method is as watch.Options.Method.
 	Method string
 	// Binary is the doctor's own binary for the companions' image; default os.Executable().
 	Binary string
@@ -41,7 +42,7 @@ type Options struct {
 // reports the latest sample: a container that is gone is no longer in it, so there is one
 // label set per running container and none stays behind.
 type Exporter struct {
-	s        *probe.Sampler
+	s        *watch.Sampler
 	o        Options
 	engine   string
 	version  string
@@ -49,7 +50,7 @@ type Exporter struct {
 	interval time.Duration
 
 	mu      sync.Mutex
-	last    []probe.SampledContainer
+	last    []watch.SampledContainer
 	up      bool
 	lastAt  time.Time
 	samples float64
@@ -57,7 +58,7 @@ type Exporter struct {
 }
 
 // New asks the engine what it runs and settles the sampling method.
-func New(ctx context.Context, c probe.Client, o Options) (*Exporter, error) {
+func New(ctx context.Context, c engine.Client, o Options) (*Exporter, error) {
 	if o.Interval <= 0 {
 		o.Interval = time.Second
 	}
@@ -65,7 +66,7 @@ func New(ctx context.Context, c probe.Client, o Options) (*Exporter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading daemon info: %w", err)
 	}
-	s, err := probe.NewSampler(ctx, c, probe.WatchOptions{Fleet: true, Projects: o.Projects, Interval: o.Interval, Method: o.Method, Binary: o.Binary})
+	s, err := watch.NewSampler(ctx, c, watch.Options{Fleet: true, Projects: o.Projects, Interval: o.Interval, Method: o.Method, Binary: o.Binary})
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
-	"github.com/shmdoctor/shmdoctor/probe"
+	"github.com/shmdoctor/shmdoctor/watch"
 )
 
 // TestRules runs Prometheus's own promtool on the shipped rules: they load, and each alert
@@ -35,13 +35,13 @@ func ptr(n int64) *int64 { return &n }
 // TestCollect: the metrics pass client_golang's linter, and a container that is gone from
 // the sample is gone from the metrics: one label set per running container.
 func TestCollect(t *testing.T) {
-	c := func(name string, limit *int64) probe.SampledContainer {
-		return probe.SampledContainer{WatchedContainer: analyze.WatchedContainer{ID: "0123456789abcdef" + name, Name: name, Service: "app", Running: true,
+	c := func(name string, limit *int64) watch.SampledContainer {
+		return watch.SampledContainer{WatchedContainer: analyze.WatchedContainer{ID: "0123456789abcdef" + name, Name: name, Service: "app", Running: true,
 			Method: analyze.WatchAgent, SizeBytes: ptr(64 << 20), UsedBytes: ptr(1 << 20), PeakBytes: ptr(2 << 20), MemLimitBytes: limit},
 			Project: "p", Source: "private", SizeFrom: "default"}
 	}
 	e := &Exporter{engine: "unix:///var/run/docker.sock", version: "28.0.0", cgroup: "2", o: Options{Version: "v1"}}
-	e.last = []probe.SampledContainer{c("p-app-1", ptr(1<<30)), c("p-app-2", nil)}
+	e.last = []watch.SampledContainer{c("p-app-1", ptr(1<<30)), c("p-app-2", nil)}
 	problems, err := testutil.CollectAndLint(e)
 	if err != nil || len(problems) > 0 {
 		t.Fatalf("lint: %v %v", problems, err)

@@ -6,14 +6,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,7 +16,9 @@ import (
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 
+	"github.com/shmdoctor/shmdoctor/agent/protocol"
 	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/engine"
 )
 
 // The probe benchmarks of `make bench` (scripts/bench-probe.sh): the doctor's probe of one
@@ -38,7 +34,7 @@ func benchOptions(b *testing.B) Options {
 	}
 	project := testPrefix + "-" + strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(b.Name()))
 	b.Cleanup(func() {
-		f := make(client.Filters).Add("label", LabelProbe).Add("label", LabelProject+"="+project)
+		f := make(client.Filters).Add("label", engine.LabelProbe).Add("label", engine.LabelProject+"="+project)
 		list, err := testClient.ContainerList(context.Background(), client.ContainerListOptions{All: true, Filters: f})
 		if err != nil {
 			b.Errorf("listing containers: %v", err)
@@ -70,7 +66,7 @@ func benchProbe(b *testing.B, n int) {
 	plans := benchPlans(n)
 	ctx := context.Background()
 	// The image exists before the clock starts, as it does on every run but the first.
-	if _, err := Image(ctx, testClient, testAgent); err != nil {
+	if _, err := engine.Image(ctx, testClient, testAgent); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
@@ -106,15 +102,15 @@ func BenchmarkProbeCompare(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	image, err := Image(context.Background(), testClient, testAgent)
+	image, err := engine.Image(context.Background(), testClient, testAgent)
 	if err != nil {
 		b.Fatal(err)
 	}
 	one, eight := benchPlans(1), benchPlans(8)
 	o8 := o
 	o8.Parallel = 8
-	bareConfig := &container.Config{Image: image, Cmd: []string{"--target", "0"},
-		Labels: map[string]string{LabelProbe: "bench", LabelProject: o.Project}}
+	bareConfig := &container.Config{Image: image, Cmd: append(protocol.Args(), "--target", "0"),
+		Labels: map[string]string{engine.LabelProbe: "bench", engine.LabelProject: o.Project}}
 	bareHost := &container.HostConfig{NetworkMode: network.NetworkNone, ShmSize: 64 * mib}
 	probe := func(plans []*analyze.ShmPlan, o Options) {
 		if _, err := Run(context.Background(), testClient, plans, o); err != nil {
@@ -127,7 +123,7 @@ func BenchmarkProbeCompare(b *testing.B) {
 	}{
 		{"bare", func() { bareRun(b, bareConfig, bareHost) }},
 		{"spec", func() {
-			s := buildSpec(one[0], no, newRunID(), image, time.Now(), false)
+			s := buildSpec(one[0], no, engine.NewRunID(), image, time.Now(), false)
 			bareRun(b, s.config, s.host)
 		}},
 		{"one", func() { probe(one, o) }},
@@ -176,12 +172,12 @@ func median(ds []time.Duration) float64 {
 // read the logs, remove.
 func BenchmarkBareRun(b *testing.B) {
 	o := benchOptions(b)
-	image, err := Image(context.Background(), testClient, testAgent)
+	image, err := engine.Image(context.Background(), testClient, testAgent)
 	if err != nil {
 		b.Fatal(err)
 	}
-	config := &container.Config{Image: image, Cmd: []string{"--target", "0"},
-		Labels: map[string]string{LabelProbe: "bench", LabelProject: o.Project}}
+	config := &container.Config{Image: image, Cmd: append(protocol.Args(), "--target", "0"),
+		Labels: map[string]string{engine.LabelProbe: "bench", engine.LabelProject: o.Project}}
 	host := &container.HostConfig{NetworkMode: network.NetworkNone, ShmSize: 64 * mib}
 	b.ResetTimer()
 	for b.Loop() {
@@ -199,14 +195,14 @@ func BenchmarkBareSpec(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	image, err := Image(context.Background(), testClient, testAgent)
+	image, err := engine.Image(context.Background(), testClient, testAgent)
 	if err != nil {
 		b.Fatal(err)
 	}
 	plan := benchPlans(1)[0]
 	b.ResetTimer()
 	for b.Loop() {
-		s := buildSpec(plan, o, newRunID(), image, time.Now(), false)
+		s := buildSpec(plan, o, engine.NewRunID(), image, time.Now(), false)
 		bareRun(b, s.config, s.host)
 	}
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/run")
@@ -241,83 +237,8 @@ func bareRun(b *testing.B, config *container.Config, host *container.HostConfig)
 	if err != nil {
 		b.Fatal(err)
 	}
-	parsed, _ := ParseAgentOutput(&out)
+	parsed, _ := protocol.ParseOutput(&out)
 	if !parsed.Complete || parsed.Report.SizeBytes == nil {
 		b.Fatalf("no report: %q", out.String())
 	}
-}
-
-// doctorBinaries builds the doctor the two ways users get it, once per process: static, as
-// `make build` and the release builds do, and dynamically linked, as `go install` with cgo on
-// does, in the test agent's folder. The image key of each is what BenchmarkImageKey measures.
-var doctorBinaries = sync.OnceValues(func() (map[string]string, error) {
-	dir := filepath.Dir(testAgent) // removed when the tests end
-	bins := map[string]string{}
-	for name, env := range map[string][]string{
-		"static":  {"CGO_ENABLED=0"},
-		"dynamic": {"CGO_ENABLED=1"},
-	} {
-		bin := filepath.Join(dir, name, "shmdoctor")
-		args := []string{"build", "-o", bin}
-		if name == "static" {
-			args = append(args, "-trimpath", "-ldflags=-s -w")
-		}
-		cmd := exec.Command("go", append(args, "../cmd/shmdoctor")...)
-		cmd.Env = append(os.Environ(), env...)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("building the %s doctor: %v\n%s", name, err, out)
-		}
-		bins[name] = bin
-	}
-	return bins, nil
-})
-
-// BenchmarkImageKey is what every run spends choosing its agent and naming its probe image,
-// for the doctor built statically and dynamically linked (its image then carries its
-// libraries too): each iteration is a new doctor process, so that nothing this process read
-// before counts. "recorded" is every run but the first of a binary built racyAge ago or more,
-// which takes its recorded digest; "first" is the first run of a binary, which hashes it.
-func BenchmarkImageKey(b *testing.B) {
-	bins, err := doctorBinaries()
-	if err != nil {
-		b.Fatal(err)
-	}
-	saved := digestClock
-	digestClock = func() time.Time { return time.Now().Add(racyAge + time.Minute) } // built a while ago
-	b.Cleanup(func() {
-		digestClock = saved
-		forgetAgents()
-	})
-	for _, name := range []string{"static", "dynamic"} {
-		for _, run := range []string{"recorded", "first"} {
-			b.Run(name+"/"+run, func(b *testing.B) {
-				bin := bins[name]
-				if _, err := selectAgent(bin, "linux", runtime.GOARCH); err != nil {
-					b.Fatal(err)
-				}
-				cpu := cpuTime()
-				b.ResetTimer()
-				for b.Loop() {
-					forgetAgents()
-					if run == "first" {
-						forgetDigest(bin)
-					}
-					if _, err := selectAgent(bin, "linux", runtime.GOARCH); err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/1000/float64(b.N), "cpu-ms/op")
-			})
-		}
-	}
-}
-
-// cpuTime is the CPU time this process has used, user and system: on a machine shared with
-// other work, the figure that does not depend on how long the benchmark waited for a CPU.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -5,17 +5,16 @@ package probe
 import (
 	"bytes"
 	"context"
-	"io"
-	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
+	"github.com/shmdoctor/shmdoctor/agent/protocol"
 	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/engine"
 )
 
 // hundredG is four services that ask for shm_size: 100g each.
@@ -96,15 +95,15 @@ func agentContainer(t *testing.T, args ...string) string {
 	t.Helper()
 	c := daemon(t)
 	ctx := context.Background()
-	image, err := Image(ctx, c, testAgent)
+	image, err := engine.Image(ctx, c, testAgent)
 	if err != nil {
 		t.Fatal(err)
 	}
 	project := testPrefix + "-" + strings.ToLower(t.Name())
 	res, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{
-		Config: &container.Config{Image: image, Cmd: args, User: probeUser, OpenStdin: true, StdinOnce: true,
+		Config: &container.Config{Image: image, Cmd: append(protocol.Args(), args...), User: probeUser, OpenStdin: true, StdinOnce: true,
 			AttachStdin: true, AttachStdout: true, AttachStderr: true,
-			Labels: map[string]string{LabelProbe: "test", LabelProject: project}},
+			Labels: map[string]string{engine.LabelProbe: "test", engine.LabelProject: project}},
 		HostConfig: &container.HostConfig{NetworkMode: "none", CapDrop: []string{"ALL"}, ReadonlyRootfs: true},
 	})
 	if err != nil {
@@ -175,47 +174,4 @@ func TestAgentDeadline(t *testing.T) {
 	if code != 124 || !strings.Contains(out, "deadline (1s) passed") {
 		t.Errorf("agent exited %d: %q, want 124 and a line saying its deadline passed", code, out)
 	}
-}
-
-// TestParseMemAvailable reads the line out of a /proc/meminfo text.
-func TestParseMemAvailable(t *testing.T) {
-	text := []byte("MemTotal:       24000000 kB\nMemFree:         1000 kB\nMemAvailable:   12345678 kB\nBuffers: 1 kB\n")
-	if got, ok := parseMemAvailable(text); !ok || got != 12345678<<10 {
-		t.Errorf("parseMemAvailable: %d %v", got, ok)
-	}
-	if _, ok := parseMemAvailable([]byte("MemTotal: 1 kB\n")); ok {
-		t.Error("parseMemAvailable found a line that is not there")
-	}
-}
-
-// BenchmarkWriterMemFloor is the cost of reading MemAvailable before every chunk: the write
-// probe's write(2) leg, 256 MiB into the host's /dev/shm (unlinked files: nothing stays), with
-// and without the floor check, interleaved; it reports both medians and their ratio.
-func BenchmarkWriterMemFloor(b *testing.B) {
-	const target = 256 << 20
-	var with, without []float64
-	for b.Loop() {
-		for _, floor := range []int64{0, DefaultMemFloor} {
-			p := newProgressWriter(io.Discard)
-			c := &claimer{target: target, floor: floor}
-			start := time.Now()
-			res := writeFiles("/dev/shm", c, 4, p)
-			ms := float64(time.Since(start).Microseconds()) / 1000
-			p.finish(res)
-			if res.Outcome != analyze.WriteOK {
-				b.Fatalf("floor %d: %+v", floor, res)
-			}
-			if floor == 0 {
-				without = append(without, ms)
-			} else {
-				with = append(with, ms)
-			}
-		}
-	}
-	sort.Float64s(with)
-	sort.Float64s(without)
-	mw, mo := with[len(with)/2], without[len(without)/2]
-	b.ReportMetric(mo, "ms-no-floor")
-	b.ReportMetric(mw, "ms-floor")
-	b.ReportMetric(mw/mo, "floor/no-floor")
 }

@@ -9,14 +9,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/client"
+	"github.com/shmdoctor/shmdoctor/agent/protocol"
 	"github.com/shmdoctor/shmdoctor/analyze"
 	"github.com/shmdoctor/shmdoctor/analyze/compose"
+	"github.com/shmdoctor/shmdoctor/engine"
 	"github.com/shmdoctor/shmdoctor/internal/reference"
 )
 
@@ -27,7 +30,7 @@ const conformanceHeader = `name: {{project}}
 x-probe: &probe
   image: {{image}}
   pull_policy: never
-  command: ["--target", "0", "--hold", "60s"]
+  command: ["--protocol", "{{protocol}}", "--target", "0", "--hold", "60s"]
   network_mode: none
   labels:
     io.shmdoctor.probe: {{label}}
@@ -144,7 +147,7 @@ func TestComposeConformance(t *testing.T) {
 	compose := reference.ComposeFor(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	image, err := Image(ctx, c, testAgent)
+	image, err := engine.Image(ctx, c, testAgent)
 	if err != nil {
 		t.Fatalf("probe image: %v", err)
 	}
@@ -221,10 +224,10 @@ type conformanceStack struct {
 // label that nothing is left.
 func composeStack(ctx context.Context, t *testing.T, c *client.Client, compose, image, project, fixture string) *conformanceStack {
 	t.Helper()
-	label := "conformance-" + newRunID()
+	label := "conformance-" + engine.NewRunID()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "compose.yaml")
-	yaml := strings.NewReplacer("{{project}}", project, "{{image}}", image, "{{label}}", label).Replace(fixture)
+	yaml := strings.NewReplacer("{{project}}", project, "{{image}}", image, "{{label}}", label, "{{protocol}}", strconv.Itoa(protocol.Version)).Replace(fixture)
 	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +245,7 @@ func composeStack(ctx context.Context, t *testing.T, c *client.Client, compose, 
 		if out, err := st.compose(ctx, "down", "-v", "--remove-orphans", "-t", "0"); err != nil {
 			t.Errorf("docker compose down: %v\n%s", err, out)
 		}
-		f := make(client.Filters).Add("label", LabelProbe+"="+label)
+		f := make(client.Filters).Add("label", engine.LabelProbe+"="+label)
 		list, err := c.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 		if err != nil {
 			t.Errorf("listing the compose containers: %v", err)
@@ -279,7 +282,7 @@ func (st *conformanceStack) up(ctx context.Context, t *testing.T, c *client.Clie
 		return out, err
 	}
 	t.Logf("the probe image %s vanished before docker compose up, importing it again: %s", image, lastLine(string(out)))
-	if _, ierr := Image(ctx, c, testAgent); ierr != nil {
+	if _, ierr := engine.Image(ctx, c, testAgent); ierr != nil {
 		t.Fatalf("probe image: %v", ierr)
 	}
 	return st.compose(ctx, "up", "-d", "--no-build", "--quiet-pull")
@@ -352,7 +355,7 @@ func composeReports(ctx context.Context, t *testing.T, c *client.Client, project
 
 // agentReportOf returns the agent's final report from a container's logs, nil while it has
 // not printed it yet, and what the container printed on stderr.
-func agentReportOf(ctx context.Context, c *client.Client, id string) (*AgentReport, string, error) {
+func agentReportOf(ctx context.Context, c *client.Client, id string) (*protocol.Report, string, error) {
 	rc, err := c.ContainerLogs(ctx, id, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true})
 	if err != nil {
 		return nil, "", err
@@ -362,7 +365,7 @@ func agentReportOf(ctx context.Context, c *client.Client, id string) (*AgentRepo
 	if _, err := stdcopy.StdCopy(&stdout, &stderr, rc); err != nil {
 		return nil, "", err
 	}
-	parsed, err := ParseAgentOutput(&stdout)
+	parsed, err := protocol.ParseOutput(&stdout)
 	if err != nil {
 		return nil, stderr.String(), err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/engine"
 )
 
 // testEngine is one engine the tests run against: its client and the defaults the tests
@@ -29,19 +30,19 @@ var (
 // connectPodman connects to the Podman service PodmanHostEnv names, if it names one, and
 // says in one line that the tests run against Docker only when it names none.
 func connectPodman(ctx context.Context) {
-	host := os.Getenv(PodmanHostEnv)
+	host := os.Getenv(engine.PodmanHostEnv)
 	if host == "" {
-		fmt.Fprintf(os.Stderr, "%s is not set: the probe tests run against Docker only (scripts/podman-service starts a Podman service)\n", PodmanHostEnv)
+		fmt.Fprintf(os.Stderr, "%s is not set: the probe tests run against Docker only (scripts/podman-service starts a Podman service)\n", engine.PodmanHostEnv)
 		return
 	}
-	c, err := newClientFor(Endpoint{Host: host, From: PodmanHostEnv})
+	c, err := engine.NewClientFor(engine.Endpoint{Host: host, From: engine.PodmanHostEnv})
 	if err == nil {
-		if err = Ping(ctx, c); err != nil {
+		if err = engine.Ping(ctx, c); err != nil {
 			c.Close()
 		}
 	}
 	if err != nil {
-		podmanErr = fmt.Errorf("%s=%s: %w", PodmanHostEnv, host, err)
+		podmanErr = fmt.Errorf("%s=%s: %w", engine.PodmanHostEnv, host, err)
 		return
 	}
 	podmanClient = c
@@ -76,15 +77,15 @@ func forEachEngine(t *testing.T, f func(t *testing.T, e testEngine)) {
 func TestDetectEngine(t *testing.T) {
 	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e testEngine) {
-		got, v, err := DetectEngine(context.Background(), e.c)
+		got, v, err := engine.DetectEngine(context.Background(), e.c)
 		if err != nil {
 			t.Fatalf("DetectEngine: %v", err)
 		}
 		if got.Name != e.engine.Name {
 			t.Errorf("engine %q (platform %q, components %+v), want %q", got.Name, v.Platform.Name, v.Components, e.engine.Name)
 		}
-		if want := map[string]analyze.Target{"Docker": analyze.TargetCompose, "Podman": analyze.TargetPodman}[e.engine.Name]; TargetOf(got) != want {
-			t.Errorf("target %q, want %q", TargetOf(got), want)
+		if want := map[string]analyze.Target{"Docker": analyze.TargetCompose, "Podman": analyze.TargetPodman}[e.engine.Name]; engine.TargetOf(got) != want {
+			t.Errorf("target %q, want %q", engine.TargetOf(got), want)
 		}
 	})
 }

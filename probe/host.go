@@ -10,6 +10,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/engine"
 )
 
 // HostInfo is what `shmdoctor host` prints: the daemon, its host, and the /dev/shm a
@@ -81,7 +82,7 @@ func (h *HostInfo) CanGive(need int64) error {
 // memory, runtimes, and, each in a probe container, the default /dev/shm of a new container
 // and the host's own /dev/shm (ipc: host). The write probe never runs. Containers are
 // removed as in Run.
-func Host(ctx context.Context, c Client, opts Options) (*HostInfo, error) {
+func Host(ctx context.Context, c engine.Client, opts Options) (*HostInfo, error) {
 	opts.WriteProbe = "off"
 	o, err := opts.normalized()
 	if err != nil {
@@ -103,12 +104,12 @@ func Host(ctx context.Context, c Client, opts Options) (*HostInfo, error) {
 		CgroupVersion: info.CgroupVersion, CgroupDriver: info.CgroupDriver, StorageDriver: info.Driver,
 		CPUs: info.NCPU, MemTotalBytes: info.MemTotal, DefaultRuntime: info.DefaultRuntime,
 	}
-	_, h.Arch = daemonPlatform(info.OSType, info.Architecture)
+	_, h.Arch = engine.DaemonPlatform(info.OSType, info.Architecture)
 	h.Engine = r.engine.Name
 	if v, err := c.ServerVersion(r.ctx, client.ServerVersionOptions{}); err == nil {
 		h.DaemonAPIVersion = v.APIVersion
 	} else {
-		h.Errors = append(h.Errors, "reading the daemon version: "+reason(err))
+		h.Errors = append(h.Errors, "reading the daemon version: "+engine.Reason(err))
 	}
 	for name := range info.Runtimes {
 		h.Runtimes = append(h.Runtimes, name)

@@ -16,6 +16,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/engine"
 )
 
 // hungSocket is a fake daemon for the one thing a test must not do to the shared engine:
@@ -77,7 +78,7 @@ func TestHungDaemonPing(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	if err := Ping(ctx, c); err == nil || !strings.Contains(err.Error(), "did not answer within 500ms") {
+	if err := engine.Ping(ctx, c); err == nil || !strings.Contains(err.Error(), "did not answer within 500ms") {
 		t.Errorf("Ping: %v, want it to say the daemon did not answer within 500ms", err)
 	}
 }
@@ -130,7 +131,7 @@ func (d *hangingDaemon) ContainerCreate(ctx context.Context, o client.ContainerC
 	if err := d.hang(ctx, "create"); err != nil {
 		return client.ContainerCreateResult{}, err
 	}
-	return client.ContainerCreateResult{ID: "c-" + o.Config.Labels[LabelService]}, nil
+	return client.ContainerCreateResult{ID: "c-" + o.Config.Labels[engine.LabelService]}, nil
 }
 
 func (d *hangingDaemon) ContainerAttach(ctx context.Context, id string, o client.ContainerAttachOptions) (client.ContainerAttachResult, error) {
@@ -171,8 +172,8 @@ func TestHungDaemonMidRun(t *testing.T) {
 	if len(d.noDeadline) > 0 {
 		t.Errorf("calls without a deadline: %v", d.noDeadline)
 	}
-	if bound := before.Add(o.Timeout + CleanupGrace); d.latest.After(bound.Add(time.Second)) {
-		t.Errorf("a call was given until %v after the run began, past the timeout plus CleanupGrace (%v)", d.latest.Sub(before), o.Timeout+CleanupGrace)
+	if bound := before.Add(o.Timeout + engine.CleanupGrace); d.latest.After(bound.Add(time.Second)) {
+		t.Errorf("a call was given until %v after the run began, past the timeout plus CleanupGrace (%v)", d.latest.Sub(before), o.Timeout+engine.CleanupGrace)
 	}
 	if err == nil || !strings.Contains(err.Error(), "timed out after 1s") || !strings.Contains(err.Error(), "stopped answering") {
 		t.Errorf("Run: %v, want a timeout saying the daemon stopped answering", err)
@@ -181,32 +182,4 @@ func TestHungDaemonMidRun(t *testing.T) {
 		t.Errorf("a: %+v, want a timeout", m)
 	}
 	t.Logf("Run: %v", err)
-}
-
-// TestWatchHungDaemon: a watch whose daemon stops answering does not pass for a full watch
-// that --duration ended: it returns an error that says the daemon stopped answering.
-func TestWatchHungDaemon(t *testing.T) {
-	t.Parallel()
-	c, host := hungClient(t)
-	_, err := Watch(context.Background(), c, WatchOptions{Project: "hung", Duration: time.Second, Interval: 100 * time.Millisecond, Method: "df"})
-	if err == nil || !strings.Contains(err.Error(), "the Docker daemon at "+host+" stopped answering") {
-		t.Errorf("Watch: %v, want an error saying the daemon stopped answering", err)
-	}
-	t.Logf("Watch: %v", err)
-}
-
-// TestWatchDeadDaemon: a watch whose daemon is gone (nothing listens on its socket any more)
-// ends at once with an error that says so.
-func TestWatchDeadDaemon(t *testing.T) {
-	t.Parallel()
-	c, err := client.New(client.WithHost("unix://" + filepath.Join(t.TempDir(), "gone.sock")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_, err = Watch(context.Background(), c, WatchOptions{Project: "gone", Duration: time.Hour, Method: "df"})
-	if err == nil || !strings.Contains(err.Error(), "stopped answering") {
-		t.Errorf("Watch: %v, want an error saying the daemon stopped answering", err)
-	}
-	t.Logf("Watch: %v", err)
 }

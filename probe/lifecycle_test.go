@@ -7,8 +7,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,22 +19,23 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/engine"
 )
 
 // leftover creates a probe container of another (crashed) run, never started.
 func leftover(t *testing.T, project, runID string) string {
 	t.Helper()
-	return leftoverLabelled(t, map[string]string{LabelProbe: runID, LabelProject: project})
+	return leftoverLabelled(t, map[string]string{engine.LabelProbe: runID, engine.LabelProject: project})
 }
 
 // leftoverLabelled creates a container of the probe image with these labels, never started.
 func leftoverLabelled(t *testing.T, labels map[string]string) string {
 	t.Helper()
-	agent, err := selectAgent(testAgent, "linux", "amd64")
+	agent, err := engine.SelectAgent(testAgent, "linux", "amd64")
 	if err != nil {
 		t.Fatal(err)
 	}
-	image, err := ensureImage(context.Background(), daemon(t), agent)
+	image, err := engine.EnsureImage(context.Background(), daemon(t), agent)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,9 +60,7 @@ func leftoverOf(t *testing.T, image string, labels map[string]string) string {
 // scopeClean limits what Clean removes, until the test ends, to the images of digest and the
 // containers of project: what the test made.
 func scopeClean(t *testing.T, digest, project string) {
-	saved := cleanScope
-	cleanScope.digest, cleanScope.project = digest, project
-	t.Cleanup(func() { cleanScope = saved })
+	t.Cleanup(engine.ScopeClean(digest, project, 0))
 }
 
 func exists(t *testing.T, id string) bool {
@@ -85,12 +82,12 @@ func exists(t *testing.T, id string) bool {
 func TestClean(t *testing.T) {
 	o := testOptions(t)
 	ctx := context.Background()
-	image := func(bin string) (*agentBinary, string) {
-		agent, err := selectAgent(bin, "linux", "amd64")
+	image := func(bin string) (*engine.Agent, string) {
+		agent, err := engine.SelectAgent(bin, "linux", "amd64")
 		if err != nil {
 			t.Fatal(err)
 		}
-		ref, err := ensureImage(ctx, daemon(t), agent)
+		ref, err := engine.EnsureImage(ctx, daemon(t), agent)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,17 +99,15 @@ func TestClean(t *testing.T) {
 	_, otherRef := image(otherBin)
 	scopeClean(t, digest, o.Project)
 
-	id := leftoverOf(t, ref, map[string]string{LabelProbe: "crashed", LabelProject: o.Project})
+	id := leftoverOf(t, ref, map[string]string{engine.LabelProbe: "crashed", engine.LabelProject: o.Project})
 	// A watch companion created by a doctor killed before it could attach and start it.
-	companion := leftoverOf(t, ref, map[string]string{LabelWatch: "gone", LabelProject: o.Project})
+	companion := leftoverOf(t, ref, map[string]string{engine.LabelWatch: "gone", engine.LabelProject: o.Project})
 	// Another doctor's crashed run, with the other image.
-	other := leftoverOf(t, otherRef, map[string]string{LabelProbe: "crashed", LabelProject: o.Project + "-other"})
-	saved := cleanGrace
-	t.Cleanup(func() { cleanGrace = saved })
-	cleanGrace = 2 * time.Second
+	other := leftoverOf(t, otherRef, map[string]string{engine.LabelProbe: "crashed", engine.LabelProject: o.Project + "-other"})
+	t.Cleanup(engine.ScopeClean(digest, o.Project, 2*time.Second))
 	time.Sleep(3100 * time.Millisecond)
-	young := leftoverOf(t, ref, map[string]string{LabelProbe: "live-run", LabelProject: o.Project})
-	containers, images, err := Clean(ctx, daemon(t))
+	young := leftoverOf(t, ref, map[string]string{engine.LabelProbe: "live-run", engine.LabelProject: o.Project})
+	containers, images, err := engine.Clean(ctx, daemon(t))
 	if err != nil {
 		t.Fatalf("Clean: %v", err)
 	}
@@ -124,7 +119,7 @@ func TestClean(t *testing.T) {
 		t.Errorf("Clean removed %d images and the container created a moment ago (a live run's) is there: %v", images, exists(t, young))
 	}
 	_, _ = daemon(t).ContainerRemove(ctx, young, client.ContainerRemoveOptions{Force: true})
-	if _, images, err := Clean(ctx, daemon(t)); err != nil || images != 1 || imageCount(t, digest) != 0 {
+	if _, images, err := engine.Clean(ctx, daemon(t)); err != nil || images != 1 || imageCount(t, digest) != 0 {
 		t.Errorf("second Clean: %d images removed, %d left, %v; want 1 removed, none left", images, imageCount(t, digest), err)
 	}
 	if n := imageCount(t, otherDigest); n != 1 || !exists(t, other) {
@@ -132,7 +127,7 @@ func TestClean(t *testing.T) {
 	}
 
 	// The image comes back on demand, built from the binary and never pulled.
-	ref, err = Image(ctx, daemon(t), bin)
+	ref, err = engine.Image(ctx, daemon(t), bin)
 	if err != nil {
 		t.Fatalf("Image: %v", err)
 	}
@@ -140,7 +135,7 @@ func TestClean(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg := img.Config; cfg == nil || strings.Join(cfg.Entrypoint, " ") != "/shmdoctor agent" || cfg.Labels[LabelImage] != agent.digest || ref != agent.ref() {
+	if cfg := img.Config; cfg == nil || strings.Join(cfg.Entrypoint, " ") != "/shmdoctor agent" || cfg.Labels[engine.LabelImage] != agent.Digest() || ref != agent.Ref() {
 		t.Errorf("image %s: config %+v", ref, img.Config)
 	}
 }
@@ -148,65 +143,12 @@ func TestClean(t *testing.T) {
 // imageCount counts the images of an agent digest, tagged or not.
 func imageCount(t *testing.T, digest string) int {
 	t.Helper()
-	f := make(client.Filters).Add("label", LabelImage+"="+digest)
+	f := make(client.Filters).Add("label", engine.LabelImage+"="+digest)
 	list, err := daemon(t).ImageList(context.Background(), client.ImageListOptions{All: true, Filters: f})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return len(list.Items)
-}
-
-func TestSSHDialer(t *testing.T) {
-	if _, err := sshDialer("ssh://user@build-host:2222"); err != nil {
-		t.Errorf("ssh://user@build-host:2222: %v", err)
-	}
-	for _, bad := range []string{"ssh://", "ssh://host/path"} {
-		if _, err := sshDialer(bad); err == nil {
-			t.Errorf("%s: want an error", bad)
-		}
-	}
-}
-
-// TestSSHError: a daemon behind ssh:// is named as the user gave it, not by the client's
-// placeholder host, with what ssh said (here: nothing listens on port 1), not a bare EOF.
-func TestSSHError(t *testing.T) {
-	if _, err := exec.LookPath("ssh"); err != nil {
-		t.Skip("no ssh client")
-	}
-	t.Setenv("DOCKER_HOST", "ssh://someone@127.0.0.1:1")
-	c, closeClient, err := NewClient(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeClient()
-	err = Ping(context.Background(), c)
-	want := "cannot reach the Docker daemon at ssh://someone@127.0.0.1:1: ssh: connect to host 127.0.0.1 port 1: Connection refused"
-	if err == nil || err.Error() != want {
-		t.Errorf("got %v\nwant %s", err, want)
-	}
-}
-
-// TestSSHErrorAfterStdout: an ssh that closes its stdout before it prints its error (the
-// order is a race with a real ssh; this stand-in on PATH, a fake for that order alone, makes
-// it certain) still has its error reported, not a bare EOF.
-func TestSSHErrorAfterStdout(t *testing.T) {
-	bin := t.TempDir()
-	fake := "#!/bin/sh\nexec 1>&-\nsleep 0.3\necho 'ssh: connect to host example port 22: Connection refused' >&2\nexit 255\n"
-	if err := os.WriteFile(filepath.Join(bin, "ssh"), []byte(fake), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	t.Setenv("DOCKER_HOST", "ssh://someone@example")
-	c, closeClient, err := NewClient(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeClient()
-	err = Ping(context.Background(), c)
-	want := "cannot reach the Docker daemon at ssh://someone@example: ssh: connect to host example port 22: Connection refused"
-	if err == nil || err.Error() != want {
-		t.Errorf("got %v\nwant %s", err, want)
-	}
 }
 
 // TestStaleLeftovers: a run removes other runs' containers older than the stale age and
@@ -228,47 +170,12 @@ func TestStaleLeftovers(t *testing.T) {
 	}
 }
 
-// TestContextClient: a client built from a docker CLI context (config currentContext) that
-// points at this daemon answers; one pointing nowhere names its address in the error.
-func TestContextClient(t *testing.T) {
-	host := daemon(t).DaemonHost()
-	dir := t.TempDir()
-	t.Setenv("DOCKER_CONFIG", dir)
-	t.Setenv("DOCKER_HOST", "")
-	t.Setenv("DOCKER_CONTEXT", "")
-	writeContext(t, dir, "here", host, false)
-	writeContext(t, dir, "nowhere", "unix:///nonexistent/docker.sock", false)
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"currentContext":"here"}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c, closeClient, err := NewClient(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeClient()
-	if err := Ping(context.Background(), c); err != nil {
-		t.Errorf("context here: %v", err)
-	}
-	if c.ClientVersion() == "" {
-		t.Error("no API version negotiated")
-	}
-	t.Setenv("DOCKER_CONTEXT", "nowhere")
-	c2, close2, err := NewClient(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer close2()
-	if err := Ping(context.Background(), c2); err == nil || !strings.Contains(err.Error(), "unix:///nonexistent/docker.sock") {
-		t.Errorf("context nowhere: %v", err)
-	}
-}
-
 // dyingDaemon is a fake Client for the one case the real daemon cannot be made to do on
 // demand in a test: stop answering in the middle of a probe. It answers until a container
 // has started, then every call fails as a dead daemon's would. Every other test uses the
 // real daemon.
 type dyingDaemon struct {
-	Client // nil: a call the fake does not expect panics
+	engine.Client // nil: a call the fake does not expect panics
 
 	mu       sync.Mutex
 	dead     bool
@@ -322,7 +229,7 @@ func (d *dyingDaemon) ContainerCreate(_ context.Context, o client.ContainerCreat
 	if d.isDead() {
 		return client.ContainerCreateResult{}, d.refused()
 	}
-	return client.ContainerCreateResult{ID: "c-" + o.Config.Labels[LabelService]}, nil
+	return client.ContainerCreateResult{ID: "c-" + o.Config.Labels[engine.LabelService]}, nil
 }
 
 func (d *dyingDaemon) ContainerAttach(context.Context, string, client.ContainerAttachOptions) (client.ContainerAttachResult, error) {

@@ -15,6 +15,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/engine"
 )
 
 // The probe tests run against the real Docker daemon the environment names (DOCKER_HOST,
@@ -25,7 +26,7 @@ var (
 	dockerErr  error
 	// testPrefix starts the project of every test of this process, so that the final check
 	// sees only this process's containers while other test runs share the daemon.
-	testPrefix = "probe-test-" + newRunID()[:6]
+	testPrefix = "probe-test-" + engine.NewRunID()[:6]
 )
 
 func TestMain(m *testing.M) {
@@ -50,7 +51,7 @@ func testMain(m *testing.M) int {
 
 	// The test binary is not the doctor: build a static binary holding the agent.
 	testAgent = filepath.Join(dir, "shmdoctor")
-	build := exec.Command("go", "build", "-o", testAgent, "./internal/agentcmd")
+	build := exec.Command("go", "build", "-o", testAgent, "../agent/internal/agentcmd")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building the test agent: %v\n%s", err, out)
@@ -59,10 +60,10 @@ func testMain(m *testing.M) int {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, closeClient, err := NewClient(ctx)
+	c, closeClient, err := engine.NewClient(ctx)
 	if err == nil {
 		defer closeClient()
-		err = Ping(ctx, c)
+		err = engine.Ping(ctx, c)
 	}
 	if err != nil {
 		dockerErr = err
@@ -78,7 +79,7 @@ func testMain(m *testing.M) int {
 			continue
 		}
 		// Nothing the tests started may survive them: no container, no file in /dev/shm.
-		f := make(client.Filters).Add("label", LabelProbe)
+		f := make(client.Filters).Add("label", engine.LabelProbe)
 		list, err := c.ContainerList(context.Background(), client.ContainerListOptions{All: true, Filters: f})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "listing probe containers:", err)
@@ -86,7 +87,7 @@ func testMain(m *testing.M) int {
 			continue
 		}
 		for _, s := range list.Items {
-			if !strings.HasPrefix(s.Labels[LabelProject], testPrefix) {
+			if !strings.HasPrefix(s.Labels[engine.LabelProject], testPrefix) {
 				continue // another process's
 			}
 			fmt.Fprintln(os.Stderr, "FAIL: probe container survived the tests:", c.DaemonHost(), s.ID[:12], s.Names, s.Labels)
@@ -129,9 +130,9 @@ func engineOptions(t *testing.T, e testEngine) Options {
 	return Options{Project: project, Binary: testAgent, Timeout: 90 * time.Second}
 }
 
-func assertNoContainers(t *testing.T, c Client, project string) {
+func assertNoContainers(t *testing.T, c engine.Client, project string) {
 	t.Helper()
-	f := make(client.Filters).Add("label", LabelProbe).Add("label", LabelProject+"="+project)
+	f := make(client.Filters).Add("label", engine.LabelProbe).Add("label", engine.LabelProject+"="+project)
 	list, err := c.ContainerList(context.Background(), client.ContainerListOptions{All: true, Filters: f})
 	if err != nil {
 		t.Errorf("listing containers: %v", err)

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,6 +22,7 @@ import (
 	"github.com/shmdoctor/shmdoctor/analyze"
 	"github.com/shmdoctor/shmdoctor/analyze/compose"
 	"github.com/shmdoctor/shmdoctor/analyze/rules"
+	"github.com/shmdoctor/shmdoctor/engine"
 	"github.com/shmdoctor/shmdoctor/internal/testutil"
 	"golang.org/x/sys/unix"
 )
@@ -38,11 +40,21 @@ func hostShm(t *testing.T) int64 {
 
 func memTotal(t *testing.T) int64 {
 	t.Helper()
-	total, _, err := meminfo()
-	if err != nil || total == nil {
-		t.Fatalf("meminfo: %v", err)
+	// The kernel's MemTotal, as the agent reads it.
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return *total
+	_, rest, _ := strings.Cut(string(b), "MemTotal:")
+	f := strings.Fields(rest)
+	if len(f) == 0 {
+		t.Fatalf("no MemTotal in /proc/meminfo")
+	}
+	kb, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kb << 10
 }
 
 // assertSize checks the measured /dev/shm against want within 1% (SHM201's tolerance).
@@ -153,13 +165,13 @@ func testMounts(t *testing.T, e testEngine) {
 	c := e.c
 	ctx := context.Background()
 
-	vol := "shmdoctor-test-" + newRunID()
-	if _, err := c.VolumeCreate(ctx, client.VolumeCreateOptions{Name: vol, Labels: map[string]string{LabelProbe: "test"}}); err != nil {
+	vol := "shmdoctor-test-" + engine.NewRunID()
+	if _, err := c.VolumeCreate(ctx, client.VolumeCreateOptions{Name: vol, Labels: map[string]string{engine.LabelProbe: "test"}}); err != nil {
 		t.Fatalf("creating test volume: %v", err)
 	}
 	t.Cleanup(func() { _, _ = c.VolumeRemove(context.Background(), vol, client.VolumeRemoveOptions{Force: true}) })
-	missing := "shmdoctor-missing-" + newRunID()
-	missingBind := "/nonexistent/shmdoctor-" + newRunID()
+	missing := "shmdoctor-missing-" + engine.NewRunID()
+	missingBind := "/nonexistent/shmdoctor-" + engine.NewRunID()
 
 	ms := runOn(t, e, o,
 		&analyze.ShmPlan{Service: "tmpfs-entry", Source: analyze.SourceTmpfs, Configured: i64(2 * gib), Predicted: i64(256 * mib),
@@ -407,7 +419,7 @@ func testUlimitsAndLimits(t *testing.T, e testEngine) {
 
 // waitRunning waits until a container of the project runs, so that a probe is in progress.
 func waitRunning(t *testing.T, project string) bool {
-	f := make(client.Filters).Add("label", LabelProject+"="+project).Add("status", "running")
+	f := make(client.Filters).Add("label", engine.LabelProject+"="+project).Add("status", "running")
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		list, err := daemon(t).ContainerList(context.Background(), client.ContainerListOptions{Filters: f})
 		if err == nil && len(list.Items) > 0 {
@@ -471,12 +483,12 @@ func TestTimeout(t *testing.T) {
 // TestUnreachableDaemon: a DOCKER_HOST nobody listens on gives one clear line.
 func TestUnreachableDaemon(t *testing.T) {
 	t.Setenv("DOCKER_HOST", "unix:///nonexistent.sock")
-	c, closeClient, err := NewClient(context.Background())
+	c, closeClient, err := engine.NewClient(context.Background())
 	if err != nil {
 		t.Fatalf("NewClient: %v", err)
 	}
 	defer closeClient()
-	err = Ping(context.Background(), c)
+	err = engine.Ping(context.Background(), c)
 	want := "cannot reach the Docker daemon at unix:///nonexistent.sock: dial unix /nonexistent.sock: connect: no such file or directory"
 	if err == nil || err.Error() != want {
 		t.Errorf("Ping: %v\nwant %s", err, want)
@@ -485,7 +497,7 @@ func TestUnreachableDaemon(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("Run: %v\nwant %s", err, want)
 	}
-	if _, _, err := Clean(context.Background(), c); err == nil || strings.Contains(err.Error(), "\n") {
+	if _, _, err := engine.Clean(context.Background(), c); err == nil || strings.Contains(err.Error(), "\n") {
 		t.Errorf("Clean: %v, want a one-line error", err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/engine"
 )
 
 // privateAgent is a copy of the test agent with bytes of its own appended (the loader ignores
@@ -33,24 +34,24 @@ func privateAgent(t *testing.T) (path, digest string) {
 	if err := os.WriteFile(path, append(data, []byte(hex.EncodeToString(tail[:]))...), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	agent, err := selectAgent(path, "linux", "amd64")
+	agent, err := engine.SelectAgent(path, "linux", "amd64")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		for _, e := range engines(t) {
-			removeImagesOn(t, e.c, agent.digest)
+			removeImagesOn(t, e.c, agent.Digest())
 		}
 	})
-	return path, agent.digest
+	return path, agent.Digest()
 }
 
 // removeImages removes every image of this agent digest, tagged or not.
 func removeImages(t *testing.T, digest string) { removeImagesOn(t, daemon(t), digest) }
 
 // removeImagesOn is removeImages on the engine c.
-func removeImagesOn(t *testing.T, c Client, digest string) {
-	f := make(client.Filters).Add("label", LabelImage+"="+digest)
+func removeImagesOn(t *testing.T, c engine.Client, digest string) {
+	f := make(client.Filters).Add("label", engine.LabelImage+"="+digest)
 	list, err := c.ImageList(context.Background(), client.ImageListOptions{All: true, Filters: f})
 	if err != nil {
 		t.Errorf("listing the test's images: %v", err)
@@ -64,16 +65,16 @@ func removeImagesOn(t *testing.T, c Client, digest string) {
 }
 
 // deadLock is the lock of a run killed with SIGKILL: its file is there, and free.
-func deadLock(t *testing.T, runID string) *runLock {
+func deadLock(t *testing.T, runID string) *engine.RunLock {
 	t.Helper()
-	l := newRunLock(context.Background(), runID)
+	l := engine.NewRunLock(context.Background(), runID)
 	if l == nil {
 		t.Fatal("no run lock could be taken")
 	}
-	if err := l.f.Close(); err != nil { // the kernel lets the flock go with the process
+	if err := l.Abandon(); err != nil { // the kernel lets the flock go with the process
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(l.path); err != nil {
+	if _, err := os.Stat(l.Path()); err != nil {
 		t.Fatal(err)
 	}
 	return l
@@ -87,19 +88,19 @@ func TestDeadRunLeftovers(t *testing.T) {
 	o := testOptions(t)
 	o.WriteProbe = "off"
 	dead := deadLock(t, "dead01")
-	deadProbe := leftoverLabelled(t, map[string]string{LabelProbe: "dead01", LabelProject: o.Project, LabelRunLock: dead.path})
-	deadCompanion := leftoverLabelled(t, map[string]string{LabelWatch: "gone", LabelProject: o.Project, LabelRunLock: dead.path})
+	deadProbe := leftoverLabelled(t, map[string]string{engine.LabelProbe: "dead01", engine.LabelProject: o.Project, engine.LabelRunLock: dead.Path()})
+	deadCompanion := leftoverLabelled(t, map[string]string{engine.LabelWatch: "gone", engine.LabelProject: o.Project, engine.LabelRunLock: dead.Path()})
 	// A run that ended but whose container could not be removed: its lock file is gone.
-	ended := newRunLock(context.Background(), "e0ded1")
-	endedProbe := leftoverLabelled(t, map[string]string{LabelProbe: "e0ded1", LabelProject: o.Project, LabelRunLock: ended.path})
-	ended.release()
+	ended := engine.NewRunLock(context.Background(), "e0ded1")
+	endedProbe := leftoverLabelled(t, map[string]string{engine.LabelProbe: "e0ded1", engine.LabelProject: o.Project, engine.LabelRunLock: ended.Path()})
+	ended.Release()
 
-	live := newRunLock(context.Background(), "a11ce1")
-	defer live.release()
-	liveProbe := leftoverLabelled(t, map[string]string{LabelProbe: "a11ce1", LabelProject: o.Project, LabelRunLock: live.path})
-	liveCompanion := leftoverLabelled(t, map[string]string{LabelWatch: "live", LabelProject: o.Project, LabelRunLock: live.path})
-	remote := leftoverLabelled(t, map[string]string{LabelProbe: "fe0001", LabelProject: o.Project,
-		LabelRunLock: "/run/user/1000/shmdoctor/0123456789abcdef-fe0001.lock"})
+	live := engine.NewRunLock(context.Background(), "a11ce1")
+	defer live.Release()
+	liveProbe := leftoverLabelled(t, map[string]string{engine.LabelProbe: "a11ce1", engine.LabelProject: o.Project, engine.LabelRunLock: live.Path()})
+	liveCompanion := leftoverLabelled(t, map[string]string{engine.LabelWatch: "live", engine.LabelProject: o.Project, engine.LabelRunLock: live.Path()})
+	remote := leftoverLabelled(t, map[string]string{engine.LabelProbe: "fe0001", engine.LabelProject: o.Project,
+		engine.LabelRunLock: "/run/user/1000/shmdoctor/0123456789abcdef-fe0001.lock"})
 
 	run(t, o, &analyze.ShmPlan{Service: "a", Source: analyze.SourcePrivate, Predicted: i64(64 * mib)})
 	for name, id := range map[string]string{"dead run's probe container": deadProbe, "dead watch's companion": deadCompanion, "ended run's container": endedProbe} {
@@ -112,10 +113,10 @@ func TestDeadRunLeftovers(t *testing.T) {
 			t.Errorf("the %s was removed", name)
 		}
 	}
-	if _, err := os.Stat(dead.path); err == nil {
+	if _, err := os.Stat(dead.Path()); err == nil {
 		t.Error("the dead run's lock file is still there")
 	}
-	if _, err := os.Stat(live.path); err != nil {
+	if _, err := os.Stat(live.Path()); err != nil {
 		t.Errorf("the live run's lock file: %v", err)
 	}
 }
@@ -126,30 +127,30 @@ func TestRunLockReleased(t *testing.T) {
 	o := testOptions(t)
 	o.WriteProbe = "off"
 	var label string
-	var state lockState
+	var state engine.LockState
 	o.Progress = func(e Event) {
 		if e.Stage != StageMeasuring || label != "" {
 			return
 		}
-		f := make(client.Filters).Add("label", LabelProject+"="+o.Project)
+		f := make(client.Filters).Add("label", engine.LabelProject+"="+o.Project)
 		list, err := daemon(t).ContainerList(context.Background(), client.ContainerListOptions{All: true, Filters: f})
 		if err != nil || len(list.Items) != 1 {
 			t.Errorf("the run's containers: %v %v", list.Items, err)
 			return
 		}
-		label = list.Items[0].Labels[LabelRunLock]
-		state = stateOf(label)
+		label = list.Items[0].Labels[engine.LabelRunLock]
+		state = engine.StateOf(label)
 	}
 	o.Parallel = 1
 	run(t, o, &analyze.ShmPlan{Service: "a", Source: analyze.SourcePrivate, Predicted: i64(64 * mib)})
-	if label == "" || state != lockAlive {
+	if label == "" || state != engine.LockAlive {
 		t.Fatalf("while the run lived, its container's lock %q was %v, want held", label, state)
 	}
 	if _, err := os.Stat(label); err == nil {
 		t.Errorf("the lock file %s is still there after the run", label)
 	}
-	if stateOf(label) != lockDead {
-		t.Errorf("after the run, its lock says %v", stateOf(label))
+	if engine.StateOf(label) != engine.LockDead {
+		t.Errorf("after the run, its lock says %v", engine.StateOf(label))
 	}
 }
 
@@ -161,19 +162,19 @@ func TestCleanSparesLiveRuns(t *testing.T) {
 	o := testOptions(t)
 	bin, digest := privateAgent(t)
 	scopeClean(t, digest, o.Project)
-	agent, err := selectAgent(bin, "linux", "amd64")
+	agent, err := engine.SelectAgent(bin, "linux", "amd64")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ensureImage(context.Background(), daemon(t), agent); err != nil {
+	if _, err := engine.EnsureImage(context.Background(), daemon(t), agent); err != nil {
 		t.Fatal(err)
 	}
 	dead := deadLock(t, "dead02")
-	deadProbe := leftoverLabelled(t, map[string]string{LabelProbe: "dead02", LabelProject: o.Project, LabelRunLock: dead.path})
-	live := newRunLock(context.Background(), "a11ce2")
-	liveProbe := leftoverLabelled(t, map[string]string{LabelProbe: "a11ce2", LabelProject: o.Project, LabelRunLock: live.path})
+	deadProbe := leftoverLabelled(t, map[string]string{engine.LabelProbe: "dead02", engine.LabelProject: o.Project, engine.LabelRunLock: dead.Path()})
+	live := engine.NewRunLock(context.Background(), "a11ce2")
+	liveProbe := leftoverLabelled(t, map[string]string{engine.LabelProbe: "a11ce2", engine.LabelProject: o.Project, engine.LabelRunLock: live.Path()})
 
-	containers, images, err := Clean(context.Background(), daemon(t))
+	containers, images, err := engine.Clean(context.Background(), daemon(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,8 +186,8 @@ func TestCleanSparesLiveRuns(t *testing.T) {
 	if images != 0 || countImages(t, digest, false) != 1 {
 		t.Errorf("Clean removed %d images while a run lived", images)
 	}
-	live.release()
-	if containers, images, err = Clean(context.Background(), daemon(t)); err != nil || containers > 1 || exists(t, liveProbe) || images != 1 {
+	live.Release()
+	if containers, images, err = engine.Clean(context.Background(), daemon(t)); err != nil || containers > 1 || exists(t, liveProbe) || images != 1 {
 		t.Errorf("Clean once the run ended: %d containers (the ended run's still there %v), %d images, %v; want it gone, 1 image", containers, exists(t, liveProbe), images, err)
 	}
 }
@@ -194,7 +195,7 @@ func TestCleanSparesLiveRuns(t *testing.T) {
 // countImages counts the images of an agent digest, the untagged ones only if untagged.
 func countImages(t *testing.T, digest string, untagged bool) int {
 	t.Helper()
-	f := make(client.Filters).Add("label", LabelImage+"="+digest)
+	f := make(client.Filters).Add("label", engine.LabelImage+"="+digest)
 	if untagged {
 		f.Add("dangling", "true")
 	}
@@ -226,7 +227,7 @@ func TestCleanRace(t *testing.T) {
 				return
 			default:
 			}
-			_, images, err := Clean(context.Background(), daemon(t))
+			_, images, err := engine.Clean(context.Background(), daemon(t))
 			if err != nil {
 				t.Errorf("Clean: %v", err)
 			}
@@ -285,7 +286,7 @@ func TestCreateReimports(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer r.cancel()
-		defer r.lock.release()
+		defer r.lock.Release()
 		removeImagesOn(t, e.c, digest)
 		n := &node{plan: &analyze.ShmPlan{Service: "a", Source: analyze.SourcePrivate, Predicted: i64(e.engine.DefaultShm)}, m: &analyze.Measurement{}}
 		n.spec = buildSpec(n.plan, o, r.runID, r.image, r.now(), false)
@@ -293,39 +294,6 @@ func TestCreateReimports(t *testing.T) {
 		if err != nil {
 			t.Fatalf("create after the image was removed: %v", err)
 		}
-		r.remove(id)
+		r.reap.remove(id)
 	})
-}
-
-// TestLockState: a lock file is read as held, free or gone only in the lock directory it was
-// made in; at the same path in another directory (another host's, another container's /tmp,
-// told apart by the directory's instance token) or under a name the doctor does not make, it
-// says nothing and the age rule decides.
-func TestLockState(t *testing.T) {
-	l := newRunLock(context.Background(), "0123ab")
-	if l == nil {
-		t.Fatal("no run lock could be taken")
-	}
-	defer l.release()
-	dir := filepath.Dir(l.path)
-	tok, err := readToken(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	other := "fedcba9876543210"
-	if tok == other {
-		other = "0123456789abcdef"
-	}
-	for label, want := range map[string]lockState{
-		l.path:                                 lockAlive,
-		filepath.Join(dir, tok+"-0456.lock"):   lockDead,    // this directory's, gone
-		filepath.Join(dir, other+"-0456.lock"): lockUnknown, // another directory at this path
-		filepath.Join(dir, "instance"):         lockUnknown,
-		"0123456789abcdef-0456.lock":           lockUnknown, // not a path
-		"":                                     lockUnknown,
-	} {
-		if got := stateOf(label); got != want {
-			t.Errorf("stateOf(%q) = %v, want %v", label, got, want)
-		}
-	}
 }

@@ -1,29 +1,22 @@
 package probe
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
 
+	"github.com/shmdoctor/shmdoctor/agent/protocol"
 	"github.com/shmdoctor/shmdoctor/analyze"
-)
-
-// Labels every probe container carries.
-const (
-	// LabelProbe marks probe containers; its value is the run id.
-	LabelProbe = "io.shmdoctor.probe"
-	// LabelCreatedAt is when the doctor created the container (RFC 3339, UTC).
-	LabelCreatedAt = "io.shmdoctor.created-at"
-	// LabelService is the service the container probes.
-	LabelService = "io.shmdoctor.service"
-	// LabelProject is the compose project (Options.Project) of the service.
-	LabelProject = "io.shmdoctor.project"
+	"github.com/shmdoctor/shmdoctor/engine"
 )
 
 const (
@@ -77,7 +70,7 @@ func buildSpec(p *analyze.ShmPlan, o Options, runID, image string, now time.Time
 		LogConfig:      container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "4m"}},
 		AutoRemove:     false,
 	}
-	hc.PidsLimit = ptr(pidsLimit)
+	hc.PidsLimit = engine.Ptr(pidsLimit)
 	s.host = hc
 
 	// ipc, as compose passes it; service:X is resolved to X's probe container at start.
@@ -152,18 +145,18 @@ func buildSpec(p *analyze.ShmPlan, o Options, runID, image string, now time.Time
 	s.fill = s.write == nil && o.writeSize <= 0 && p.Target() <= 0 && (p.Configured == nil || *p.Configured <= 0)
 	// The write probe may take half the run's time; the rest is for the containers.
 	// The agent stops with its attach stream (the doctor is gone) or at its hard deadline.
-	args := []string{"--target", strconv.FormatInt(s.target, 10), "--mode", o.WriteMode, "--budget", (o.Timeout / 2).String(),
-		"--attached", "--deadline", (o.Timeout + CleanupGrace).String()}
+	args := append(protocol.Args(), "--target", strconv.FormatInt(s.target, 10), "--mode", o.WriteMode, "--budget", (o.Timeout / 2).String(),
+		"--attached", "--deadline", (o.Timeout + engine.CleanupGrace).String())
 	args = append(args, o.agentArgs...)
 	s.config = &container.Config{
 		Image: image,
 		Cmd:   args,
 		User:  probeUser,
 		Labels: map[string]string{
-			LabelProbe:     runID,
-			LabelCreatedAt: now.UTC().Format(time.RFC3339),
-			LabelService:   p.Service,
-			LabelProject:   o.Project,
+			engine.LabelProbe:     runID,
+			engine.LabelCreatedAt: now.UTC().Format(time.RFC3339),
+			engine.LabelService:   p.Service,
+			engine.LabelProject:   o.Project,
 		},
 		AttachStdin:     true,
 		AttachStdout:    true,
@@ -226,4 +219,22 @@ func containerName(project, service, runID string) string {
 	return strings.Join(parts, "-")
 }
 
-func ptr[T any](v T) *T { return &v }
+// findVolume returns the named volume mounted at /dev/shm as the daemon knows it: the name
+// as given, else with the compose project prefix. It never creates one.
+func findVolume(ctx context.Context, c engine.Client, project, name string) (string, error) {
+	candidates := []string{name}
+	if project != "" && !strings.HasPrefix(name, project+"_") {
+		candidates = append(candidates, project+"_"+name)
+	}
+	for _, v := range candidates {
+		_, err := c.VolumeInspect(ctx, v, client.VolumeInspectOptions{})
+		if err == nil {
+			return v, nil
+		}
+		if !cerrdefs.IsNotFound(err) {
+			return "", fmt.Errorf("inspecting volume %s: %s", v, engine.Reason(err))
+		}
+	}
+	return "", fmt.Errorf("volume %s does not exist (looked for %s); the probe does not create volumes: run `docker compose up` once or create it, then probe again",
+		name, strings.Join(candidates, ", "))
+}

@@ -4,21 +4,20 @@ package probe
 
 import (
 	"bytes"
-	"compress/gzip"
+	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
 
+	"github.com/shmdoctor/shmdoctor/agent/protocol"
 	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/engine"
 )
 
 // TestBuildSpec: the mapping from plan to container, setting by setting, as docker compose
@@ -38,9 +37,9 @@ func TestBuildSpec(t *testing.T) {
 		hc.AutoRemove || hc.Privileged || hc.IpcMode != "" || hc.ShmSize != 0 {
 		t.Errorf("least privilege: %+v", hc)
 	}
-	if base.config.User != "65534:65534" || base.config.Labels[LabelProbe] != "run1" ||
-		base.config.Labels[LabelCreatedAt] != "2026-01-02T03:04:05Z" || base.config.Labels[LabelProject] != "demo" ||
-		base.config.Labels[LabelService] != "web" || base.name != "shmdoctor-probe-demo-web-run1" {
+	if base.config.User != "65534:65534" || base.config.Labels[engine.LabelProbe] != "run1" ||
+		base.config.Labels[engine.LabelCreatedAt] != "2026-01-02T03:04:05Z" || base.config.Labels[engine.LabelProject] != "demo" ||
+		base.config.Labels[engine.LabelService] != "web" || base.name != "shmdoctor-probe-demo-web-run1" {
 		t.Errorf("config: %+v name %s", base.config, base.name)
 	}
 
@@ -129,18 +128,17 @@ func TestWriteTarget(t *testing.T) {
 
 func TestParseAgentOutput(t *testing.T) {
 	// The agent died during the write probe: the measure report and the progress remain.
-	out, err := ParseAgentOutput(strings.NewReader(`not json
-{"event":"measure","report":{"path":"/dev/shm","exists":true,"size_bytes":67108864}}
-{"event":"progress","mode":"write","bytes":1048576,"target":104857600}
-{"event":"progress","mode":"write","bytes":5242880,"target":104857600}
+	out, err := protocol.ParseOutput(strings.NewReader(`not json
+{"protocol":1,"event":"measure","report":{"path":"/dev/shm","exists":true,"size_bytes":67108864}}
+{"protocol":1,"event":"progress","mode":"write","bytes":1048576,"target":104857600}
+{"protocol":1,"event":"progress","mode":"write","bytes":5242880,"target":104857600}
 `))
 	if err != nil || out.Complete || out.Report == nil || *out.Report.SizeBytes != 64*mib ||
 		out.ProgressMode != "write" || out.ProgressBytes != 5*mib || out.ProgressTarget != 100*mib || out.Other != 1 {
 		t.Fatalf("%+v %v", out, err)
 	}
-	r := &runner{o: Options{Timeout: time.Second}}
 	n := &node{m: &analyze.Measurement{}, spec: &containerSpec{}}
-	r.fill(n, out, &container.State{OOMKilled: true, ExitCode: 137}, "")
+	n.fill(out, &container.State{OOMKilled: true, ExitCode: 137}, "")
 	if w := n.m.Write; w == nil || w.Outcome != analyze.WriteOOMKilled || w.WrittenBytes != 5*mib || w.TargetBytes != 100*mib {
 		t.Errorf("write %+v, want oom_killed at 5MiB", w)
 	}
@@ -150,146 +148,36 @@ func TestParseAgentOutput(t *testing.T) {
 	// The daemon may miss the OOM event that came after the exit: exit 137 in the middle of
 	// the write probe is the OOM killer all the same.
 	n = &node{m: &analyze.Measurement{}, spec: &containerSpec{}}
-	r.fill(n, out, &container.State{ExitCode: 137}, "")
+	n.fill(out, &container.State{ExitCode: 137}, "")
 	if w := n.m.Write; w == nil || w.Outcome != analyze.WriteOOMKilled || n.m.Error != "" {
 		t.Errorf("exit 137 without the OOM flag: %s", describe(n.m))
 	}
 }
 
-func TestParseMountInfoLine(t *testing.T) {
-	mi, ok := parseMountInfoLine(`1203 1195 0:119 / /dev/shm rw,nosuid,nodev,noexec,relatime - tmpfs shm rw,size=65536k`)
-	if !ok || mi.point != "/dev/shm" || mi.source != "shm" || mi.fstype != "tmpfs" || mi.options != "rw,nosuid,nodev,noexec,relatime,size=65536k" {
-		t.Errorf("%+v", mi)
-	}
-	mi, ok = parseMountInfoLine(`36 35 98:0 /a /mnt/with\040space ro,noatime master:1 - ext4 /dev/vda rw,errors=continue`)
-	if !ok || mi.point != "/mnt/with space" || mi.options != "ro,noatime,errors=continue" {
-		t.Errorf("%+v", mi)
-	}
-	if !within("/dev/shm", "/dev") || within("/dev/shmx", "/dev/shm") || !within("/dev/shm", "/") {
-		t.Error("within")
-	}
-}
-
-// TestSelectAgent: the doctor's binary when it is a static linux one for the daemon's
-// architecture, else an embedded agent, else an error that says how to get one.
-func TestSelectAgent(t *testing.T) {
-	a, err := selectAgent(testAgent, "linux", "amd64")
-	if err != nil || a.from != testAgent || len(a.digest) != 64 || a.ref() != "shmdoctor-probe:"+a.digest[:12] {
-		t.Fatalf("static agent: %v %+v", err, a)
-	}
-	_, err = selectAgent(testAgent, "linux", "arm64")
-	if err == nil || !strings.Contains(err.Error(), "is a linux/amd64 executable") || !strings.Contains(err.Error(), "CGO_ENABLED=0 GOOS=linux GOARCH=arm64") {
-		t.Errorf("wrong arch: %v", err)
-	}
-	script := filepath.Join(t.TempDir(), "doctor")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	_, err = selectAgent(script, "linux", "amd64")
-	if err == nil || !strings.Contains(err.Error(), "not an ELF executable") || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
-		t.Errorf("not ELF: %v", err)
-	}
-	if _, err := selectAgent(testAgent, "windows", "amd64"); err == nil || !strings.Contains(err.Error(), "needs a linux daemon") {
-		t.Errorf("windows daemon: %v", err)
-	}
-
-	// A release build's agents, as `make release` compresses them.
-	saved := embeddedAgents
-	t.Cleanup(func() {
-		embeddedAgents = saved
-		forgetAgents()
-	})
-	forgetAgents()
-	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	_, _ = zw.Write([]byte("arm64 agent"))
-	_ = zw.Close()
-	embeddedAgents = fstest.MapFS{"agents/linux-arm64.gz": {Data: gz.Bytes()}, "agents/linux-amd64.gz": {Data: []byte("not gzip")}}
-	if got := EmbeddedAgents(); !slices.Equal(got, []string{"linux/amd64", "linux/arm64"}) {
-		t.Errorf("EmbeddedAgents() = %v", got)
-	}
-	if a, err := selectAgent(script, "linux", "arm64"); err != nil || a.from != "embedded" || string(a.data) != "arm64 agent" {
-		t.Errorf("embedded: %v %+v", err, a)
-	}
-	if _, err := selectAgent(script, "linux", "amd64"); err == nil || !strings.Contains(err.Error(), "reading the embedded linux/amd64 agent") {
-		t.Errorf("corrupt embedded agent: %v", err)
-	}
-	// SHMDOCTOR_PROBE_AGENT=embedded skips the doctor's own binary, even a usable one.
-	t.Setenv(AgentEnv, "embedded")
-	// The digest is known by now: the bytes are read again only to make the image.
-	if a, err := selectAgent("", "linux", "arm64"); err != nil || a.from != "embedded" || a.digest != agentDigest([]byte("arm64 agent"), nil) {
-		t.Errorf("%s=embedded: %v %+v", AgentEnv, err, a)
-	} else if files, err := a.files(); err != nil || string(files[0].data) != "arm64 agent" {
-		t.Errorf("%s=embedded: image files %v, %v", AgentEnv, files, err)
-	}
-	if _, err := selectAgent("", "linux", "riscv64"); err == nil || !strings.Contains(err.Error(), AgentEnv+" is embedded and this build embeds no agent for it") {
-		t.Errorf("%s=embedded without an agent: %v", AgentEnv, err)
-	}
-	t.Setenv(AgentEnv, "self")
-	if _, err := selectAgent("", "linux", "arm64"); err == nil || !strings.Contains(err.Error(), `SHMDOCTOR_PROBE_AGENT="self": the only value is embedded`) {
-		t.Errorf("%s=self: %v", AgentEnv, err)
-	}
-	if goos, goarch := daemonPlatform("linux", "x86_64"); goos != "linux" || goarch != "amd64" {
-		t.Errorf("daemonPlatform: %s/%s", goos, goarch)
-	}
-}
-
-// TestResolveEndpoint: DOCKER_HOST, then DOCKER_CONTEXT, then the config's currentContext,
-// with the context store's TLS material.
-func TestResolveEndpoint(t *testing.T) {
-	dir := t.TempDir()
-	t.Setenv("DOCKER_CONFIG", dir)
-	t.Setenv("DOCKER_HOST", "")
-	t.Setenv("DOCKER_CONTEXT", "")
-	t.Setenv("DOCKER_TLS_VERIFY", "")
-	t.Setenv("DOCKER_CERT_PATH", "")
-
-	if ep, err := ResolveEndpoint(); err != nil || ep.From != "default" || ep.Host == "" {
-		t.Errorf("no config: %+v %v", ep, err)
-	}
-	writeContext(t, dir, "remote", "tcp://10.0.0.1:2376", true)
-	writeContext(t, dir, "local", "unix:///run/other.sock", false)
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"currentContext":"remote"}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ep, err := ResolveEndpoint()
-	if err != nil || ep.Host != "tcp://10.0.0.1:2376" || ep.Context != "remote" || ep.From != "config" || !ep.TLSVerify ||
-		ep.CertPath != filepath.Join(dir, "contexts", "tls", contextID("remote"), "docker") {
-		t.Errorf("current context: %+v %v", ep, err)
-	}
-	t.Setenv("DOCKER_CONTEXT", "local")
-	if ep, err := ResolveEndpoint(); err != nil || ep.Host != "unix:///run/other.sock" || ep.From != "DOCKER_CONTEXT" || ep.CertPath != "" {
-		t.Errorf("DOCKER_CONTEXT: %+v %v", ep, err)
-	}
-	t.Setenv("DOCKER_CONTEXT", "missing")
-	if _, err := ResolveEndpoint(); err == nil || !strings.Contains(err.Error(), `docker context "missing"`) {
-		t.Errorf("missing context: %v", err)
-	}
-	t.Setenv("DOCKER_HOST", "tcp://127.0.0.1:2375")
-	if ep, err := ResolveEndpoint(); err != nil || ep.Host != "tcp://127.0.0.1:2375" || ep.From != "DOCKER_HOST" {
-		t.Errorf("DOCKER_HOST wins: %+v %v", ep, err)
-	}
-	t.Setenv("DOCKER_HOST", "nonsense")
-	if _, _, err := NewClient(t.Context()); err == nil || strings.Contains(err.Error(), "\n") {
-		t.Errorf("invalid DOCKER_HOST: %v", err)
-	}
-}
-
-func writeContext(t *testing.T, dir, name, host string, withTLS bool) {
-	t.Helper()
-	id := contextID(name)
-	meta := filepath.Join(dir, "contexts", "meta", id)
-	if err := os.MkdirAll(meta, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	js := `{"Name":"` + name + `","Metadata":{},"Endpoints":{"docker":{"Host":"` + host + `","SkipTLSVerify":false}}}`
-	if err := os.WriteFile(filepath.Join(meta, "meta.json"), []byte(js), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if withTLS {
-		if err := os.MkdirAll(filepath.Join(dir, "contexts", "tls", id, "docker"), 0o755); err != nil {
-			t.Fatal(err)
+// TestForeignAgent: the report of an agent of another protocol version (an older image the
+// engine kept, or lines without a version at all) is not read: the measurement says why and
+// how to get rid of the image, and carries none of the agent's figures.
+func TestForeignAgent(t *testing.T) {
+	for _, v := range []string{``, `"protocol":0,`, fmt.Sprintf(`"protocol":%d,`, protocol.Version+1)} {
+		out, err := protocol.ParseOutput(strings.NewReader(`{` + v + `"event":"measure","report":{"path":"/dev/shm","exists":true,"size_bytes":67108864}}
+{` + v + `"event":"report","report":{"path":"/dev/shm","exists":true,"size_bytes":67108864}}
+`))
+		if err != nil || out.Report != nil || out.Complete || out.Err == nil {
+			t.Fatalf("%s: %+v %v: want no report and a protocol error", v, out, err)
 		}
+		n := &node{m: &analyze.Measurement{}, spec: &containerSpec{}}
+		n.fill(out, &container.State{}, "")
+		if !strings.Contains(n.m.Error, "the agent speaks protocol") || !strings.Contains(n.m.Error, "shmdoctor probe --clean") || n.m.MeasuredBytes != nil {
+			t.Errorf("%s: measurement %s: want the protocol error alone", v, describe(n.m))
+		}
+	}
+	// An agent that refused the doctor's --protocol printed nothing on stdout but says why
+	// on stderr, which the measurement carries.
+	out, _ := protocol.ParseOutput(strings.NewReader(""))
+	n := &node{m: &analyze.Measurement{}, spec: &containerSpec{}}
+	n.fill(out, &container.State{ExitCode: protocol.ExitProtocol}, "agent: the doctor speaks agent protocol 1, this agent protocol 2: the probe image holds an agent of another version\n")
+	if want := fmt.Sprintf("(exit code %d): agent: the doctor speaks agent protocol 1", protocol.ExitProtocol); !strings.Contains(n.m.Error, want) {
+		t.Errorf("refusing agent: %q, want %q", n.m.Error, want)
 	}
 }
 
@@ -297,11 +185,11 @@ func writeContext(t *testing.T, dir, name, host string, withTLS bool) {
 // directory: the JSON lines parse, and a time budget stops the write probe cleanly.
 func TestAgentOnHost(t *testing.T) {
 	dir := t.TempDir()
-	out, err := exec.Command(testAgent, "agent", "--path", dir, "--target", "64m", "--mode", "write", "--budget", "1ms").Output()
+	out, err := exec.Command(testAgent, append(append([]string{"agent"}, protocol.Args()...), "--path", dir, "--target", "64m", "--mode", "write", "--budget", "1ms")...).Output()
 	if err != nil {
 		t.Fatalf("agent: %v", err)
 	}
-	got, err := ParseAgentOutput(bytes.NewReader(out))
+	got, err := protocol.ParseOutput(bytes.NewReader(out))
 	if err != nil || !got.Complete || got.Other != 0 {
 		t.Fatalf("output %+v %v:\n%s", got, err, out)
 	}
@@ -315,11 +203,4 @@ func TestAgentOnHost(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("the write probe left %d files", len(entries))
 	}
-}
-
-// forgetAgents forgets the agent digests this process knows, as a new doctor process would;
-// those recorded in the lock directory stay.
-func forgetAgents() {
-	digests.Clear()
-	embeddedDigests.Clear()
 }

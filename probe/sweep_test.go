@@ -10,11 +10,14 @@ import (
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
+
+	"github.com/shmdoctor/shmdoctor/agent/protocol"
+	"github.com/shmdoctor/shmdoctor/engine"
 )
 
 // donorFirst is the engine with its container lists put in name order, so that a donor
 // comes before its joiner: the one thing of a list a real engine does not let a test choose.
-type donorFirst struct{ Client }
+type donorFirst struct{ engine.Client }
 
 func (d donorFirst) ContainerList(ctx context.Context, o client.ContainerListOptions) (client.ContainerListResult, error) {
 	res, err := d.Client.ContainerList(ctx, o)
@@ -39,13 +42,13 @@ func TestSweepJoinerFirst(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer r.lock.release()
+		defer r.lock.Release()
 		create := func(name string, ipc container.IpcMode) string {
 			t.Helper()
 			res, err := e.c.ContainerCreate(ctx, client.ContainerCreateOptions{
 				Name: name + "-" + r.runID,
-				Config: &container.Config{Image: r.image, Cmd: []string{"--target", "0"}, User: probeUser,
-					Labels: map[string]string{LabelProbe: r.runID, LabelProject: o.Project}},
+				Config: &container.Config{Image: r.image, Cmd: append(protocol.Args(), "--target", "0"), User: probeUser,
+					Labels: map[string]string{engine.LabelProbe: r.runID, engine.LabelProject: o.Project}},
 				HostConfig: &container.HostConfig{NetworkMode: "none", IpcMode: ipc},
 			})
 			if err != nil {
@@ -55,9 +58,9 @@ func TestSweepJoinerFirst(t *testing.T) {
 		}
 		donor := create("donor", "shareable")
 		create("joiner", container.IpcMode("container:"+donor))
-		r.sweep()
-		if len(r.cleanErr) > 0 {
-			t.Errorf("sweep: %v", joinErrors(r.cleanErr...))
+		r.reap.sweep()
+		if len(r.reap.cleanErr) > 0 {
+			t.Errorf("sweep: %v", engine.JoinErrors(r.reap.cleanErr...))
 		}
 	})
 }

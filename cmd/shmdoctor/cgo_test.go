@@ -16,7 +16,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
-	"github.com/shmdoctor/shmdoctor/probe"
+	"github.com/shmdoctor/shmdoctor/engine"
 )
 
 // TestCgoBuildProbes builds the doctor as `go install` does on a machine with a C compiler
@@ -119,7 +119,7 @@ func removeProbeImagesOf(t *testing.T, bin string) {
 		}
 		defer c.Close()
 		ctx := context.Background()
-		imgs, err := c.ImageList(ctx, client.ImageListOptions{Filters: make(client.Filters).Add("label", probe.LabelImage)})
+		imgs, err := c.ImageList(ctx, client.ImageListOptions{Filters: make(client.Filters).Add("label", engine.LabelImage)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,7 +16,7 @@ import (
 	"github.com/shmdoctor/shmdoctor/analyze"
 	"github.com/shmdoctor/shmdoctor/analyze/compose"
 	"github.com/shmdoctor/shmdoctor/analyze/rules"
-	"github.com/shmdoctor/shmdoctor/probe"
+	"github.com/shmdoctor/shmdoctor/engine"
 	"github.com/shmdoctor/shmdoctor/report"
 	"github.com/spf13/pflag"
 )
@@ -154,7 +154,7 @@ func checkOrBaseline(ctx context.Context, args []string, stdin io.Reader, stdout
 		probeDefault, probeHelp = "never", "measure /dev/shm in throwaway containers: auto|always|never (writing a baseline starts none unless asked)"
 	}
 	fs.StringVar(&f.probe, "probe", probeDefault, probeHelp)
-	fs.DurationVar(&f.probeWait, "probe-timeout", 60*time.Second, fmt.Sprintf("time limit for the whole probe, the daemon's first answer included; removing the containers may take %s more (the cleanup grace)", probe.CleanupGrace))
+	fs.DurationVar(&f.probeWait, "probe-timeout", 60*time.Second, fmt.Sprintf("time limit for the whole probe, the daemon's first answer included; removing the containers may take %s more (the cleanup grace)", engine.CleanupGrace))
 	fs.StringVar(&f.write, "write-probe", "auto", "write probe target: auto, off, or a size such as 512m")
 	fs.StringVar(&f.sourceRoot, "source-root", "", "SARIF names files relative to this `folder` (default: the git repository holding the working folder, else the working folder)")
 	fs.StringVar(&f.color, "color", "auto", "colour: auto|always|never (auto follows the terminal, NO_COLOR and FORCE_COLOR)")
@@ -213,7 +213,7 @@ func checkOrBaseline(ctx context.Context, args []string, stdin io.Reader, stdout
 		defer d.close()
 	}
 	if d != nil && d.err == nil {
-		cfg.Target = probe.TargetOf(d.engine)
+		cfg.Target = engine.TargetOf(d.engine)
 	}
 	srcRoot, err := sourceRoot(f.sourceRoot, fs.Changed("source-root"))
 	if err != nil {

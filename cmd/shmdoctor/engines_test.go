@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/engine"
 	"github.com/shmdoctor/shmdoctor/internal/testutil"
 	"github.com/shmdoctor/shmdoctor/probe"
 )
@@ -24,14 +25,14 @@ type cmdEngine struct {
 
 var podmanNote sync.Once
 
-// cmdEngines lists Docker (the environment's daemon) and, when probe.PodmanHostEnv names
+// cmdEngines lists Docker (the environment's daemon) and, when engine.PodmanHostEnv names
 // one, the Podman service; without it it says so in one line and lists Docker alone.
 func cmdEngines() []cmdEngine {
 	out := []cmdEngine{{name: "docker", engine: analyze.Docker}}
-	host := os.Getenv(probe.PodmanHostEnv)
+	host := os.Getenv(engine.PodmanHostEnv)
 	if host == "" {
 		podmanNote.Do(func() {
-			fmt.Fprintf(os.Stderr, "%s is not set: the doctor's engine tests run against Docker only\n", probe.PodmanHostEnv)
+			fmt.Fprintf(os.Stderr, "%s is not set: the doctor's engine tests run against Docker only\n", engine.PodmanHostEnv)
 		})
 		return out
 	}

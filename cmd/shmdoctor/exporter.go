@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shmdoctor/shmdoctor/engine"
 	"github.com/shmdoctor/shmdoctor/exporter"
-	"github.com/shmdoctor/shmdoctor/probe"
 )
 
 // serveMetrics is `shmdoctor watch --listen ADDR`: the exporter, until ctx is done or the
@@ -23,13 +23,13 @@ func serveMetrics(ctx context.Context, addr string, projects, paths []string, in
 		return exitUsage, usagef("watch: --listen watches running containers, not a compose file: name projects with -p or --projects")
 	}
 	projects = slices.DeleteFunc(projects, func(p string) bool { return strings.TrimSpace(p) == "" })
-	c, closeClient, err := probe.NewClient(ctx)
+	c, closeClient, err := engine.NewClient(ctx)
 	if err != nil {
 		return exitUsage, err
 	}
 	defer closeClient()
-	pctx, cancelPing := context.WithTimeout(ctx, probe.DefaultPingTimeout)
-	err = probe.Ping(pctx, c)
+	pctx, cancelPing := context.WithTimeout(ctx, engine.DefaultPingTimeout)
+	err = engine.Ping(pctx, c)
 	cancelPing()
 	if err != nil {
 		return exitUsage, err

@@ -22,7 +22,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
-	"github.com/shmdoctor/shmdoctor/probe"
+	"github.com/shmdoctor/shmdoctor/watch"
 )
 
 // TestExporterPrometheus runs the real chain a fleet runs: the built doctor as an exporter
@@ -55,7 +55,7 @@ func TestExporterPrometheus(t *testing.T) {
 		name := project + "-" + service + "-1"
 		res, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{Name: name,
 			Config: &container.Config{Image: image, Cmd: []string{"sh", "-c", script},
-				Labels: map[string]string{probe.ComposeProjectLabel: project, probe.ComposeServiceLabel: service, probe.ComposeOneoffLabel: "False"}},
+				Labels: map[string]string{watch.ComposeProjectLabel: project, watch.ComposeServiceLabel: service, watch.ComposeOneoffLabel: "False"}},
 			HostConfig: &container.HostConfig{NetworkMode: "none", Resources: container.Resources{Memory: mem}}})
 		if err != nil {
 			t.Fatal(err)

@@ -17,7 +17,7 @@ import (
 
 	"github.com/moby/moby/client"
 
-	"github.com/shmdoctor/shmdoctor/probe"
+	"github.com/shmdoctor/shmdoctor/engine"
 )
 
 func dockerClient(t *testing.T) *client.Client {
@@ -134,7 +134,7 @@ func privateDoctor(t *testing.T, c *client.Client) (bin string, images func(dang
 	digest := hex.EncodeToString(sum[:])
 	images = func(dangling bool) []string {
 		t.Helper()
-		f := make(client.Filters).Add("label", probe.LabelImage+"="+digest)
+		f := make(client.Filters).Add("label", engine.LabelImage+"="+digest)
 		if dangling {
 			f.Add("dangling", "true")
 		}

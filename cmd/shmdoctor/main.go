@@ -104,10 +104,10 @@ var subcommands = map[string]subcommand{
 	"rules":    rulesCmd,
 	"explain":  explain,
 	"version":  version,
-	"agent":    agent,
+	"agent":    agentCommand,
 	"probe":    probeCmd,
 	"host":     host,
-	"watch":    watch,
+	"watch":    watchCommand,
 
 	pluginMetadataCommand: pluginMetadata,
 }

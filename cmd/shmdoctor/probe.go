@@ -10,8 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shmdoctor/shmdoctor/agent"
 	"github.com/shmdoctor/shmdoctor/analyze"
 	"github.com/shmdoctor/shmdoctor/analyze/rules"
+	"github.com/shmdoctor/shmdoctor/engine"
 	"github.com/shmdoctor/shmdoctor/probe"
 	"github.com/shmdoctor/shmdoctor/report"
 	"github.com/spf13/pflag"
@@ -20,7 +22,7 @@ import (
 // daemon is the engine the probe talks to, connected once per run: before loading when the
 // target is inferred from it, else when the probe starts.
 type daemon struct {
-	c     probe.Client
+	c     engine.Client
 	close func() error
 	// err is why the daemon cannot be used (no client, no answer); nil when it answered.
 	err error
@@ -34,21 +36,21 @@ type daemon struct {
 // then reads which engine it is. The caller closes d.close when it is set.
 func connect(ctx context.Context, f *checkFlags) *daemon {
 	d := &daemon{deadline: time.Now().Add(cmp.Or(max(f.probeWait, 0), probe.DefaultTimeout)), engine: analyze.Docker}
-	d.c, d.close, d.err = probe.NewClient(ctx)
+	d.c, d.close, d.err = engine.NewClient(ctx)
 	if d.err != nil {
 		return d
 	}
 	pctx, cancel := context.WithDeadline(ctx, d.deadline)
 	defer cancel()
-	if d.err = probe.Ping(pctx, d.c); d.err == nil {
-		d.engine, _, _ = probe.DetectEngine(pctx, d.c)
+	if d.err = engine.Ping(pctx, d.c); d.err == nil {
+		d.engine, _, _ = engine.DetectEngine(pctx, d.c)
 	}
 	return d
 }
 
 // inferTarget connects to the daemon when the probe will run and --target was given neither
 // on the command line nor in the config file (given), so that the target follows its
-// engine: podman for Podman (see probe.TargetOf). It returns the connection for the probe to
+// engine: podman for Podman (see engine.TargetOf). It returns the connection for the probe to
 // reuse, nil when it made none.
 func inferTarget(ctx context.Context, f *checkFlags, given bool) *daemon {
 	if given || f.probe == "never" {
@@ -150,9 +152,9 @@ func showProgress(f *checkFlags, opts *probe.Options, rp *report.Project, plans 
 	}
 }
 
-// agent is the hidden subcommand run inside probe containers.
-func agent(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) (int, error) {
-	return probe.AgentMain(args, stdout, stderr), nil
+// agentCommand is the hidden `agent` subcommand run inside probe containers.
+func agentCommand(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) (int, error) {
+	return agent.Main(args, stdout, stderr), nil
 }
 
 const probeUsage = `Usage: shmdoctor probe --clean
@@ -181,12 +183,12 @@ func probeCmd(ctx context.Context, args []string, _ io.Reader, stdout, _ io.Writ
 	if !*clean || fs.NArg() > 0 {
 		return exitUsage, usagef("probe: the only action is --clean (the probe itself runs with every check, see --probe)")
 	}
-	c, closeClient, err := probe.NewClient(ctx)
+	c, closeClient, err := engine.NewClient(ctx)
 	if err != nil {
 		return exitUsage, err
 	}
 	defer closeClient()
-	containers, images, err := probe.Clean(ctx, c)
+	containers, images, err := engine.Clean(ctx, c)
 	fmt.Fprintf(stdout, "removed %d probe container(s) and %d probe image(s)\n", containers, images)
 	if err != nil {
 		return exitUsage, err
@@ -214,7 +216,7 @@ func host(ctx context.Context, args []string, _ io.Reader, stdout, _ io.Writer) 
 	fs.SetOutput(io.Discard)
 	need := fs.String("need", "", "exit 1 unless a container can get this much /dev/shm, such as 8g")
 	format := fs.String("format", "text", "output format: text|json")
-	timeout := fs.Duration("probe-timeout", 60*time.Second, fmt.Sprintf("time limit for the measurements, the daemon's first answer included; cleanup may take %s more", probe.CleanupGrace))
+	timeout := fs.Duration("probe-timeout", 60*time.Second, fmt.Sprintf("time limit for the measurements, the daemon's first answer included; cleanup may take %s more", engine.CleanupGrace))
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage, flagError(fs, err)
@@ -234,13 +236,13 @@ func host(ctx context.Context, args []string, _ io.Reader, stdout, _ io.Writer) 
 		}
 		needBytes = n
 	}
-	c, closeClient, err := probe.NewClient(ctx)
+	c, closeClient, err := engine.NewClient(ctx)
 	if err != nil {
 		return exitUsage, err
 	}
 	defer closeClient()
 	pctx, cancel := context.WithTimeout(ctx, cmp.Or(max(*timeout, 0), probe.DefaultTimeout))
-	err = probe.Ping(pctx, c)
+	err = engine.Ping(pctx, c)
 	cancel()
 	if err != nil {
 		return exitUsage, err

@@ -22,8 +22,8 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/engine"
 	"github.com/shmdoctor/shmdoctor/internal/testutil"
-	"github.com/shmdoctor/shmdoctor/probe"
 )
 
 // These tests run the doctor's real binary against the real Docker Engine: here and in CI one
@@ -384,7 +384,7 @@ func TestHostCommand(t *testing.T) {
 func TestProbeClean(t *testing.T) {
 	c := dockerClient(t)
 	bin, images := privateDoctor(t, c)
-	if _, err := probe.Image(context.Background(), c, bin); err != nil {
+	if _, err := engine.Image(context.Background(), c, bin); err != nil {
 		t.Fatalf("importing the test's probe image: %v", err)
 	}
 	if n := len(images(false)); n != 1 {

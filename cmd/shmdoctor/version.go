@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/shmdoctor/shmdoctor/probe"
+	"github.com/shmdoctor/shmdoctor/engine"
 )
 
 // Set by `make build` and `make release` with -ldflags "-X main.buildVersion=... ": the
@@ -39,7 +39,7 @@ type buildInfo struct {
 func readBuildInfo() buildInfo {
 	b := buildInfo{
 		Version: buildVersion, Commit: buildCommit, CommitTime: buildCommitTime,
-		Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, Agents: probe.EmbeddedAgents(),
+		Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, Agents: engine.EmbeddedAgents(),
 	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		if b.Version == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {

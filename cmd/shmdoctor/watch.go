@@ -10,8 +10,9 @@ import (
 	"github.com/shmdoctor/shmdoctor/analyze"
 	"github.com/shmdoctor/shmdoctor/analyze/compose"
 	"github.com/shmdoctor/shmdoctor/analyze/fix"
-	"github.com/shmdoctor/shmdoctor/probe"
+	"github.com/shmdoctor/shmdoctor/engine"
 	"github.com/shmdoctor/shmdoctor/report"
+	"github.com/shmdoctor/shmdoctor/watch"
 	"github.com/spf13/pflag"
 )
 
@@ -68,8 +69,8 @@ Flags:
 // needs a hundred times what it was seen to use.
 const maxHeadroom = 100
 
-// watch is `shmdoctor watch`.
-func watch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+// watchCommand is `shmdoctor watch`.
+func watchCommand(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
 	var load compose.Options
 	fs := pflag.NewFlagSet("watch", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -123,18 +124,18 @@ func watch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if err != nil {
 		return exitUsage, err
 	}
-	c, closeClient, err := probe.NewClient(ctx)
+	c, closeClient, err := engine.NewClient(ctx)
 	if err != nil {
 		return exitUsage, err
 	}
 	defer closeClient()
 	// A daemon that does not answer is given no longer than the watch.
-	pingWait := probe.DefaultPingTimeout
+	pingWait := engine.DefaultPingTimeout
 	if *duration > 0 {
 		pingWait = min(pingWait, *duration)
 	}
 	pctx, cancelPing := context.WithTimeout(ctx, pingWait)
-	err = probe.Ping(pctx, c)
+	err = engine.Ping(pctx, c)
 	cancelPing()
 	if err != nil {
 		return exitUsage, err
@@ -146,7 +147,7 @@ func watch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		live = report.NewLiveView(stdout, useColor(*color, stdout))
 	}
 	var writeErr error
-	opts := probe.WatchOptions{Project: name, Interval: *interval, Duration: *duration, Method: *method}
+	opts := watch.Options{Project: name, Interval: *interval, Duration: *duration, Method: *method}
 	opts.OnSample = func(s analyze.WatchSample) {
 		switch {
 		case writeErr != nil:
@@ -156,7 +157,7 @@ func watch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 			writeErr = live.Draw(s, started, *interval)
 		}
 	}
-	containers, watchErr := probe.Watch(ctx, c, opts)
+	containers, watchErr := watch.Watch(ctx, c, opts)
 	if watchErr != nil && len(containers) == 0 {
 		return exitUsage, fmt.Errorf("watch: %w", watchErr)
 	}

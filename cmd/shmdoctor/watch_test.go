@@ -24,9 +24,11 @@ import (
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/client"
 
+	"github.com/shmdoctor/shmdoctor/agent/protocol"
 	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/engine"
 	"github.com/shmdoctor/shmdoctor/internal/reference"
-	"github.com/shmdoctor/shmdoctor/probe"
+	"github.com/shmdoctor/shmdoctor/watch"
 )
 
 // watchStack is the stack the watch tests run with the reference docker compose. Each
@@ -184,7 +186,7 @@ func watchCompanions(t *testing.T, project string) []string {
 	defer c.Close()
 	ctx := context.Background()
 	mine := map[string]bool{}
-	f := make(client.Filters).Add("label", probe.ComposeProjectLabel+"="+project)
+	f := make(client.Filters).Add("label", watch.ComposeProjectLabel+"="+project)
 	list, err := c.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 	if err != nil {
 		t.Fatal(err)
@@ -192,13 +194,13 @@ func watchCompanions(t *testing.T, project string) []string {
 	for _, s := range list.Items {
 		mine[s.ID] = true
 	}
-	list, err = c.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", probe.LabelWatch)})
+	list, err = c.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", engine.LabelWatch)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var left []string
 	for _, s := range list.Items {
-		if mine[s.Labels[probe.LabelWatch]] {
+		if mine[s.Labels[engine.LabelWatch]] {
 			left = append(left, strings.Join(s.Names, ",")+" "+string(s.State))
 		}
 	}
@@ -502,7 +504,7 @@ func TestWatchKeepsLastPeak(t *testing.T) {
 		if !sc.Scan() {
 			t.Fatalf("the companion ended, or wrote no rise line of the write within %s: %v", budget, sc.Err())
 		}
-		var l probe.WatchLine
+		var l protocol.WatchLine
 		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Rise && l.UsedBytes >= 32<<20 {
 			break
 		}

@@ -24,7 +24,8 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
-	"github.com/shmdoctor/shmdoctor/probe"
+	"github.com/shmdoctor/shmdoctor/engine"
+	"github.com/shmdoctor/shmdoctor/watch"
 )
 
 // probeStack is the stack the signal and daemon faults probe: a write probe of 1 GiB, an IPC
@@ -92,7 +93,7 @@ func midProbe(t *testing.T, dir string, timeout time.Duration) *proc {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), eventWait)
 	defer cancel()
-	started := d.subscribe(ctx, "type", "container", "event", "start", "label", probe.LabelProbe)
+	started := d.subscribe(ctx, "type", "container", "event", "start", "label", engine.LabelProbe)
 	p := doctor(t, dir, checkArgs(timeout)...)
 	if _, err := await(ctx, started, "probe container start"); err != nil {
 		p.wait(time.Since(p.started))
@@ -627,8 +628,8 @@ func startWorkloads(t *testing.T, project string) {
 			StopSignal: "SIGKILL",
 			Cmd:        []string{"sh", "-c", "dd if=/dev/zero of=/dev/shm/w bs=1M count=8 2>/dev/null; exec sleep 600"},
 			Labels: map[string]string{
-				probe.ComposeProjectLabel: project, probe.ComposeServiceLabel: svc,
-				probe.ComposeNumberLabel: "1", probe.ComposeOneoffLabel: "False", labelWorkload: "1",
+				watch.ComposeProjectLabel: project, watch.ComposeServiceLabel: svc,
+				watch.ComposeNumberLabel: "1", watch.ComposeOneoffLabel: "False", labelWorkload: "1",
 			},
 		}
 		hc := &container.HostConfig{NetworkMode: network.NetworkNone}
@@ -648,7 +649,7 @@ func restartWorkloads(t *testing.T, project string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	f := make(client.Filters).Add("label", labelWorkload).Add("label", probe.ComposeProjectLabel+"="+project)
+	f := make(client.Filters).Add("label", labelWorkload).Add("label", watch.ComposeProjectLabel+"="+project)
 	list, err := d.api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 	if err != nil {
 		t.Fatal(err)
@@ -675,7 +676,7 @@ func midWatch(t *testing.T, dir, project string, duration time.Duration) *proc {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), eventWait)
 	defer cancel()
-	started := d.subscribe(ctx, "type", "container", "event", "start", "label", probe.LabelWatch)
+	started := d.subscribe(ctx, "type", "container", "event", "start", "label", engine.LabelWatch)
 	p := doctor(t, dir, watchArgs(project, duration)...)
 	if _, err := await(ctx, started, "companion start"); err != nil {
 		p.signal(syscall.SIGKILL)

@@ -17,8 +17,8 @@ import (
 	"github.com/moby/moby/api/types/events"
 	"github.com/moby/moby/client"
 
+	"github.com/shmdoctor/shmdoctor/engine"
 	"github.com/shmdoctor/shmdoctor/internal/testutil"
-	"github.com/shmdoctor/shmdoctor/probe"
 )
 
 // agentBound is how long an agent may outlive its doctor, or a companion its watch: the
@@ -39,7 +39,7 @@ func TestSignalUnderLoad(t *testing.T) {
 			for i := 1; i <= runs; i++ {
 				clean(t, false)
 				ctx, cancel := context.WithTimeout(context.Background(), eventWait)
-				evs := d.subscribe(ctx, "type", "container", "label", probe.LabelProbe)
+				evs := d.subscribe(ctx, "type", "container", "label", engine.LabelProbe)
 				p := doctor(t, dir, checkArgs(time.Minute)...)
 				l := newLives()
 				if err := l.untilStart(ctx, evs); err != nil {
@@ -79,7 +79,7 @@ func TestSignalUnderLoad(t *testing.T) {
 			clean(t, false)
 			dir, project := workloads(t)
 			ctx, cancel := context.WithTimeout(context.Background(), eventWait)
-			evs := d.subscribe(ctx, "type", "container", "label", probe.LabelWatch)
+			evs := d.subscribe(ctx, "type", "container", "label", engine.LabelWatch)
 			p := doctor(t, dir, watchArgs(project, 0)...)
 			l := newLives()
 			if err := l.untilStart(ctx, evs); err != nil {
@@ -189,9 +189,9 @@ func (l *lives) running() int {
 // removal, a probe container's its death.
 func labelOf(end events.Action) string {
 	if end == events.ActionDestroy {
-		return probe.LabelWatch
+		return engine.LabelWatch
 	}
-	return probe.LabelProbe
+	return engine.LabelProbe
 }
 
 // busy keeps n go build loops compiling the doctor, each from a build cache it empties

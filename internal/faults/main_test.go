@@ -26,8 +26,8 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/engine"
 	"github.com/shmdoctor/shmdoctor/internal/testutil"
-	"github.com/shmdoctor/shmdoctor/probe"
 )
 
 var (
@@ -326,7 +326,7 @@ func (d *daemon) leftovers(ctx context.Context) (leftovers, error) {
 	for _, c := range []struct {
 		label string
 		n     *int
-	}{{probe.LabelProbe, &l.containers}, {probe.LabelWatch, &l.companions}} {
+	}{{engine.LabelProbe, &l.containers}, {engine.LabelWatch, &l.companions}} {
 		list, err := d.api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", c.label)})
 		if err != nil {
 			return l, fmt.Errorf("listing containers: %w", err)

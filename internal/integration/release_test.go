@@ -137,7 +137,7 @@ func TestRelease(t *testing.T) {
 	}
 
 	// The embedded agent's image: removed first, so that only this run can have made it.
-	agent := gunzip(t, filepath.Join(dirs[0], "probe", "agents", "linux-"+runtime.GOARCH+".gz"))
+	agent := gunzip(t, filepath.Join(dirs[0], "engine", "agents", "linux-"+runtime.GOARCH+".gz"))
 	agentSum := sha256.Sum256(agent)
 	ref := "shmdoctor-probe:" + hex.EncodeToString(agentSum[:])[:12]
 	c, err := client.New(client.FromEnv)

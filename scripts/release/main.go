@@ -1,5 +1,5 @@
 // Command release cross-builds the doctor for `make release`: first the linux probe agents,
-// gzip-compressed into probe/agents where -tags embedagents embeds them, then every target
+// gzip-compressed into engine/agents where -tags embedagents embeds them, then every target
 // into DIST as shmdoctor_VERSION_OS_ARCH (.exe on Windows), and DIST/SHA256SUMS.
 //
 // Usage:
@@ -31,8 +31,8 @@ import (
 )
 
 const (
-	agentDir = "probe/agents"
-	agentPkg = "./probe/internal/agentcmd"
+	agentDir = "engine/agents"
+	agentPkg = "./agent/internal/agentcmd"
 	mainPkg  = "./cmd/shmdoctor"
 )
 

@@ -1,9 +1,0 @@
-//go:build !embedagents
-
-package probe
-
-import "embed"
-
-// agentFiles is empty: development builds embed no agent and stay small; on a Linux machine
-// their own static binary is the agent.
-var agentFiles embed.FS
