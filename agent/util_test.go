@@ -22,6 +22,30 @@ func TestParseMemAvailable(t *testing.T) {
 	}
 }
 
+// TestFloorBeforeFirstChunk: on a host below the memory floor no worker gets a chunk, the
+// first included (the probe's TestMeasuredBudget once saw 1 MiB written past a floor no host
+// reaches, by a worker that lost the race to make the first reading); the writers then write
+// nothing into the folder, and say the floor stopped them.
+func TestFloorBeforeFirstChunk(t *testing.T) {
+	const floor = 1 << 62
+	c := newClaimer(1<<30, floor)
+	for range 4 {
+		if _, _, ok := c.claim(nil); ok {
+			t.Fatal("a worker claimed a chunk on a host below the floor")
+		}
+	}
+	if c.lowMem.Load() == 0 {
+		t.Error("the claimer did not record the reading that stopped it")
+	}
+	p := newProgressWriter(io.Discard)
+	if res := writeFiles(t.TempDir(), newClaimer(64<<20, floor), 4, p); p.written.Load() != 0 {
+		t.Errorf("wrote %d bytes below the floor: %+v", p.written.Load(), res)
+	}
+	if c := newClaimer(1<<20, 1); c.stop.Load() {
+		t.Error("a floor of one byte stopped the writers")
+	}
+}
+
 // BenchmarkWriterMemFloor is the cost of reading MemAvailable before every chunk: the write
 // probe's write(2) leg, 256 MiB into the host's /dev/shm (unlinked files: nothing stays), with
 // and without the floor check, interleaved; it reports both medians and their ratio.

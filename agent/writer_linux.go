@@ -53,7 +53,7 @@ func writerMain(args []string, stderr io.Writer) int {
 	rep := newProgressWriter(progress)
 	var res writerLine
 	start := time.Now()
-	c := &claimer{target: *target, floor: *floor}
+	c := newClaimer(*target, *floor)
 	if *budget > 0 {
 		c.deadline = start.Add(*budget)
 	}
@@ -183,6 +183,25 @@ type claimer struct {
 	// there, before the files are closed, because freeing the tmpfs pages of a closed
 	// unlinked file is not writing (dd's own rate never includes it either).
 	written atomic.Int64
+}
+
+// newClaimer returns a claimer of target bytes that stops at the memory floor. It reads
+// MemAvailable once before any worker claims: on a host already below the floor no chunk is
+// written (later readings are shared by the workers, and one that loses the race to read
+// would otherwise write a chunk before the reading stops them).
+func newClaimer(target, floor int64) *claimer {
+	c := &claimer{target: target, floor: floor}
+	if floor <= 0 {
+		return c
+	}
+	mem := newMemReader()
+	defer mem.close()
+	if avail, ok := mem.available(); ok && avail < floor {
+		c.lowMem.Store(avail + 1)
+		c.stop.Store(true)
+	}
+	c.memNext.Store(time.Now().UnixNano() + int64(memCheckEvery))
+	return c
 }
 
 // doneWriting records that a writer has written its last byte.
