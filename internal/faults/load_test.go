@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -32,14 +33,22 @@ const agentBound = 5 * time.Second
 func TestSignalUnderLoad(t *testing.T) {
 	stop := busy(t, 4)
 	defer stop()
+	if share, err := waitBusy(0.9, eventWait); err != nil {
+		t.Fatalf("the load never kept the cores busy (at most %.0f%%): %v", 100*share, err)
+	}
 	dir := stack(t, "probeload", probeStack)
 	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
 		t.Run("probe "+sigName[sig], func(t *testing.T) {
-			r := newRow(t, sigName[sig]+" mid-probe, both cores busy", fmt.Sprintf("every agent stops within %s; nothing left (after SIGKILL: after the next run)", agentBound))
+			after := "nothing left"
+			if sig == syscall.SIGKILL {
+				after = "nothing left after the next run"
+			}
+			r := newRow(t, sigName[sig]+" mid-probe, both cores busy", fmt.Sprintf("every agent stops within %s; %s", agentBound, after))
 			for i := 1; i <= runs; i++ {
 				clean(t, false)
 				ctx, cancel := context.WithTimeout(context.Background(), eventWait)
 				evs := d.subscribe(ctx, "type", "container", "label", engine.LabelProbe)
+				before := readCPU()
 				p := doctor(t, dir, checkArgs(time.Minute)...)
 				l := newLives()
 				if err := l.untilStart(ctx, evs); err != nil {
@@ -48,7 +57,8 @@ func TestSignalUnderLoad(t *testing.T) {
 					p.wait(time.Since(p.started) + 10*time.Second)
 					t.Fatalf("run %d: %v; the doctor: %s: %s", i, err, p.end(), p.output())
 				}
-				load := loadAverage()
+				load := readCPU().busySince(before)
+				r.detailBusy(load)
 				p.signal(sig)
 				sent := time.Now()
 				p.wait(time.Since(p.started) + grace + 20*time.Second)
@@ -56,7 +66,7 @@ func TestSignalUnderLoad(t *testing.T) {
 				cancel()
 				r.detail("longest %.1f s after the signal", last.Sub(sent).Seconds(), func(old, new float64) bool { return new > old })
 				if err != nil {
-					t.Errorf("run %d (load %s): %v", i, load, err)
+					t.Errorf("run %d (cores %.0f%% busy): %v", i, 100*load, err)
 				}
 				if sig == syscall.SIGKILL {
 					next := doctor(t, dir, checkArgs(time.Minute)...)
@@ -80,6 +90,7 @@ func TestSignalUnderLoad(t *testing.T) {
 			dir, project := workloads(t)
 			ctx, cancel := context.WithTimeout(context.Background(), eventWait)
 			evs := d.subscribe(ctx, "type", "container", "label", engine.LabelWatch)
+			before := readCPU()
 			p := doctor(t, dir, watchArgs(project, 0)...)
 			l := newLives()
 			if err := l.untilStart(ctx, evs); err != nil {
@@ -88,7 +99,8 @@ func TestSignalUnderLoad(t *testing.T) {
 				p.wait(time.Since(p.started) + 10*time.Second)
 				t.Fatalf("run %d: %v; the watch: %s: %s", i, err, p.end(), p.output())
 			}
-			load := loadAverage()
+			load := readCPU().busySince(before)
+			r.detailBusy(load)
 			p.signal(syscall.SIGKILL)
 			sent := time.Now()
 			p.wait(time.Since(p.started) + 10*time.Second)
@@ -97,7 +109,7 @@ func TestSignalUnderLoad(t *testing.T) {
 			cancel()
 			r.detail("longest %.1f s after the signal", last.Sub(sent).Seconds(), func(old, new float64) bool { return new > old })
 			if err != nil {
-				t.Errorf("run %d (load %s): %v", i, load, err)
+				t.Errorf("run %d (cores %.0f%% busy): %v", i, 100*load, err)
 			}
 			// A companion created and never started (the watch died between the two calls)
 			// is the next watch's to remove.
@@ -236,11 +248,55 @@ func busy(t *testing.T, n int) (stop func()) {
 	}
 }
 
-// loadAverage is the one-minute load average, for messages.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
+// cpuTimes is the machine's CPU time from /proc/stat's first line, in clock ticks.
+type cpuTimes struct{ busy, total int64 }
+
+func readCPU() cpuTimes {
+	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
-		return "unknown"
+		return cpuTimes{}
 	}
-	return strings.Fields(string(b))[0]
+	line, _, _ := strings.Cut(string(b), "\n")
+	var c cpuTimes
+	for i, f := range strings.Fields(line)[1:] {
+		n, _ := strconv.ParseInt(f, 10, 64)
+		c.total += n
+		if i != 3 && i != 4 { // idle, iowait
+			c.busy += n
+		}
+	}
+	return c
+}
+
+// busySince is the share of the CPUs' time spent busy since before (0 to 1).
+func (c cpuTimes) busySince(before cpuTimes) float64 {
+	if c.total <= before.total {
+		return 0
+	}
+	return float64(c.busy-before.busy) / float64(c.total-before.total)
+}
+
+// waitBusy waits until the CPUs spend at least share of half a second busy, for at most
+// bound; it returns the highest share seen.
+func waitBusy(share float64, bound time.Duration) (float64, error) {
+	best := 0.0
+	for end := time.Now().Add(bound); time.Now().Before(end); {
+		before := readCPU()
+		time.Sleep(500 * time.Millisecond) // the window the share is measured over
+		got := readCPU().busySince(before)
+		if best = max(best, got); got >= share {
+			return best, nil
+		}
+	}
+	return best, fmt.Errorf("not %.0f%% busy within %s", 100*share, bound)
+}
+
+// detailBusy records in the row the least busy the CPUs were during a run, up to its signal.
+func (r *row) detailBusy(share float64) {
+	matrixMu.Lock()
+	defer matrixMu.Unlock()
+	if r.busySet && share >= r.busy {
+		return
+	}
+	r.busy, r.busySet = share, true
 }

@@ -148,6 +148,8 @@ type row struct {
 	figure          float64       // a row's own figure (the worst run's), shown with figureFormat
 	figureFormat    string
 	figureSet       bool
+	busy            float64 // the least busy the CPUs were in a run, for the rows that load them
+	busySet         bool
 	failed          bool
 }
 
@@ -204,6 +206,9 @@ func printMatrix(w io.Writer) {
 		}
 		if r.figureSet {
 			obs += " (" + fmt.Sprintf(r.figureFormat, r.figure) + ")"
+		}
+		if r.busySet {
+			obs += fmt.Sprintf(" (CPUs at least %.0f%% busy from the doctor's start to the signal)", 100*r.busy)
 		}
 		fmt.Fprintf(w, "%s %s\n  expected:  %s\n  observed:  %s\n  leftovers: %s\n\n", r.result(), r.fault, r.expected, obs, r.left)
 	}
