@@ -10,22 +10,28 @@ import (
 	"github.com/moby/moby/client"
 )
 
-// cleanGrace is how old a stopped probe container must be for Clean to take it for a
-// leftover: a live run's containers are stopped only for the moment between exit and removal.
-var cleanGrace = time.Minute
-
-// cleanScope, when set, limits what Clean removes to what one test made: the images of one
-// agent digest (the value of LabelImage) and the containers of one project. Tests share the
-// daemon with other doctors, other packages' tests among them, and must not take away an
-// image or a container one of those is about to use.
-var cleanScope struct {
-	digest  string
-	project string
+// CleanScope limits what Clean removes. The zero value is what `shmdoctor probe --clean`
+// removes: every probe image and every leftover. Tests share the daemon with other doctors,
+// other packages' tests among them, and scope Clean to what they made, so as not to take away
+// an image or a container one of those is about to use.
+type CleanScope struct {
+	Digest  string        // only the probe images of this agent digest (the value of LabelImage)
+	Project string        // only the containers of this compose project
+	Grace   time.Duration // how old a stopped probe container must be to be a leftover (a minute when zero)
 }
 
-// inScope reports whether Clean may remove the container s.
-func inScope(s container.Summary) bool {
-	return cleanScope.project == "" || s.Labels[LabelProject] == cleanScope.project
+// has reports whether Clean may remove the container s.
+func (sc CleanScope) has(s container.Summary) bool {
+	return sc.Project == "" || s.Labels[LabelProject] == sc.Project
+}
+
+// grace is how old a stopped probe container must be for Clean to take it for a leftover:
+// a live run's containers are stopped only for the moment between exit and removal.
+func (sc CleanScope) grace() time.Duration {
+	if sc.Grace > 0 {
+		return sc.Grace
+	}
+	return time.Minute
 }
 
 // Clean removes the probe images and any leftover probe containers and watch companions
@@ -35,7 +41,7 @@ func inScope(s container.Summary) bool {
 // minute. Containers whose run lock is free or gone go at once. While a doctor on this
 // machine holds a run lock, the probe images stay: it may be about to create a container from
 // one. It returns how many containers and images it removed.
-func Clean(ctx context.Context, c Client) (containers, images int, err error) {
+func Clean(ctx context.Context, c Client, scope CleanScope) (containers, images int, err error) {
 	if err := Ping(ctx, c); err != nil {
 		return 0, 0, err
 	}
@@ -47,18 +53,18 @@ func Clean(ctx context.Context, c Client) (containers, images int, err error) {
 	}
 	var errs []error
 	containers, err = removeContainers(ctx, c, now, func(s container.Summary, age time.Duration) bool {
-		if !inScope(s) {
+		if !scope.has(s) {
 			return false
 		}
 		if s.State == container.StateRunning {
 			return isLeftover(s, age, StaleAge)
 		}
-		return isLeftover(s, age, cleanGrace)
+		return isLeftover(s, age, scope.grace())
 	})
 	if err != nil {
 		errs = append(errs, err)
 	}
-	n, err := removeCompanions(ctx, c, now)
+	n, err := removeCompanions(ctx, c, now, scope)
 	containers += n
 	if err != nil {
 		errs = append(errs, err)
@@ -69,8 +75,8 @@ func Clean(ctx context.Context, c Client) (containers, images int, err error) {
 	}
 
 	f := make(client.Filters).Add("label", LabelImage)
-	if cleanScope.digest != "" {
-		f = make(client.Filters).Add("label", LabelImage+"="+cleanScope.digest)
+	if scope.Digest != "" {
+		f = make(client.Filters).Add("label", LabelImage+"="+scope.Digest)
 	}
 	list, err := c.ImageList(ctx, client.ImageListOptions{All: true, Filters: f})
 	if err != nil {
@@ -112,9 +118,9 @@ func Clean(ctx context.Context, c Client) (containers, images int, err error) {
 // companions that never ran or stopped without being removed (a doctor killed between
 // creating one and attaching to it; a watch starts its companions at once). Running ones of
 // a live watch end with it.
-func removeCompanions(ctx context.Context, c Client, now time.Time) (int, error) {
+func removeCompanions(ctx context.Context, c Client, now time.Time, scope CleanScope) (int, error) {
 	return RemoveLabelled(ctx, c, LabelWatch, "watch companion", now, func(s container.Summary, age time.Duration) bool {
-		return inScope(s) && (StateOf(s.Labels[LabelRunLock]) == LockDead || s.State != container.StateRunning && age >= cleanGrace)
+		return scope.has(s) && (StateOf(s.Labels[LabelRunLock]) == LockDead || s.State != container.StateRunning && age >= scope.grace())
 	})
 }
 

@@ -1,22 +1,7 @@
 package engine
 
-import "time"
-
-// The tests of probe and watch share the daemon with other doctors and with each other, and
-// drive Clean through a whole run: these hooks let them limit what it takes away. Nothing
-// else calls them.
-
-// ScopeClean limits what Clean removes to the probe images of one agent digest (the value of
-// LabelImage) and the containers of one project, and counts a stopped probe container a
-// leftover from grace on (a minute when zero), until restore is called.
-func ScopeClean(digest, project string, grace time.Duration) (restore func()) {
-	savedScope, savedGrace := cleanScope, cleanGrace
-	cleanScope.digest, cleanScope.project = digest, project
-	if grace > 0 {
-		cleanGrace = grace
-	}
-	return func() { cleanScope, cleanGrace = savedScope, savedGrace }
-}
+// Hooks the tests of probe and watch use to reach into a run they drive: the agent's image
+// and a lock left as a killed doctor leaves it. Nothing else calls them.
 
 // Digest is the hex sha256 that names the agent's image.
 func (a *Agent) Digest() string { return a.digest }

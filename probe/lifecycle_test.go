@@ -57,12 +57,6 @@ func leftoverOf(t *testing.T, image string, labels map[string]string) string {
 	return res.ID
 }
 
-// scopeClean limits what Clean removes, until the test ends, to the images of digest and the
-// containers of project: what the test made.
-func scopeClean(t *testing.T, digest, project string) {
-	t.Cleanup(engine.ScopeClean(digest, project, 0))
-}
-
 func exists(t *testing.T, id string) bool {
 	t.Helper()
 	_, err := daemon(t).ContainerInspect(context.Background(), id, client.ContainerInspectOptions{})
@@ -76,7 +70,7 @@ func exists(t *testing.T, id string) bool {
 // that never started and, once no container uses it, the probe image, and leaves a live
 // run's container alone. Other doctors use the daemon at the same time (other packages'
 // tests among them), so Clean is limited to what this test made: the image of an agent of
-// its own and the containers of its project (scopeClean). An image and a leftover outside
+// its own and the containers of its project (an engine.CleanScope). An image and a leftover outside
 // that scope, as another doctor's, must stay. Not parallel: Clean keeps the images while a
 // run of this process lives.
 func TestClean(t *testing.T) {
@@ -97,17 +91,17 @@ func TestClean(t *testing.T) {
 	agent, ref := image(bin)
 	otherBin, otherDigest := privateAgent(t)
 	_, otherRef := image(otherBin)
-	scopeClean(t, digest, o.Project)
+	scope := engine.CleanScope{Digest: digest, Project: o.Project}
 
 	id := leftoverOf(t, ref, map[string]string{engine.LabelProbe: "crashed", engine.LabelProject: o.Project})
 	// A watch companion created by a doctor killed before it could attach and start it.
 	companion := leftoverOf(t, ref, map[string]string{engine.LabelWatch: "gone", engine.LabelProject: o.Project})
 	// Another doctor's crashed run, with the other image.
 	other := leftoverOf(t, otherRef, map[string]string{engine.LabelProbe: "crashed", engine.LabelProject: o.Project + "-other"})
-	t.Cleanup(engine.ScopeClean(digest, o.Project, 2*time.Second))
+	scope.Grace = 2 * time.Second
 	time.Sleep(3100 * time.Millisecond)
 	young := leftoverOf(t, ref, map[string]string{engine.LabelProbe: "live-run", engine.LabelProject: o.Project})
-	containers, images, err := engine.Clean(ctx, daemon(t))
+	containers, images, err := engine.Clean(ctx, daemon(t), scope)
 	if err != nil {
 		t.Fatalf("Clean: %v", err)
 	}
@@ -119,7 +113,7 @@ func TestClean(t *testing.T) {
 		t.Errorf("Clean removed %d images and the container created a moment ago (a live run's) is there: %v", images, exists(t, young))
 	}
 	_, _ = daemon(t).ContainerRemove(ctx, young, client.ContainerRemoveOptions{Force: true})
-	if _, images, err := engine.Clean(ctx, daemon(t)); err != nil || images != 1 || imageCount(t, digest) != 0 {
+	if _, images, err := engine.Clean(ctx, daemon(t), scope); err != nil || images != 1 || imageCount(t, digest) != 0 {
 		t.Errorf("second Clean: %d images removed, %d left, %v; want 1 removed, none left", images, imageCount(t, digest), err)
 	}
 	if n := imageCount(t, otherDigest); n != 1 || !exists(t, other) {

@@ -497,7 +497,7 @@ func TestUnreachableDaemon(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("Run: %v\nwant %s", err, want)
 	}
-	if _, _, err := engine.Clean(context.Background(), c); err == nil || strings.Contains(err.Error(), "\n") {
+	if _, _, err := engine.Clean(context.Background(), c, engine.CleanScope{}); err == nil || strings.Contains(err.Error(), "\n") {
 		t.Errorf("Clean: %v, want a one-line error", err)
 	}
 }

@@ -156,12 +156,12 @@ func TestRunLockReleased(t *testing.T) {
 
 // TestCleanSparesLiveRuns: `probe --clean` removes a dead run's containers at once, running
 // or not, spares a live run's and keeps the probe images while a run lives; once no run
-// lives, the images go. Clean is limited to this test's image and project (scopeClean); not
+// lives, the images go. Clean is limited to this test's image and project (an engine.CleanScope); not
 // parallel, for it reads every run lock of this process.
 func TestCleanSparesLiveRuns(t *testing.T) {
 	o := testOptions(t)
 	bin, digest := privateAgent(t)
-	scopeClean(t, digest, o.Project)
+	scope := engine.CleanScope{Digest: digest, Project: o.Project}
 	agent, err := engine.SelectAgent(bin, "linux", "amd64")
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +174,7 @@ func TestCleanSparesLiveRuns(t *testing.T) {
 	live := engine.NewRunLock(context.Background(), "a11ce2")
 	liveProbe := leftoverLabelled(t, map[string]string{engine.LabelProbe: "a11ce2", engine.LabelProject: o.Project, engine.LabelRunLock: live.Path()})
 
-	containers, images, err := engine.Clean(context.Background(), daemon(t))
+	containers, images, err := engine.Clean(context.Background(), daemon(t), scope)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestCleanSparesLiveRuns(t *testing.T) {
 		t.Errorf("Clean removed %d images while a run lived", images)
 	}
 	live.Release()
-	if containers, images, err = engine.Clean(context.Background(), daemon(t)); err != nil || containers > 1 || exists(t, liveProbe) || images != 1 {
+	if containers, images, err = engine.Clean(context.Background(), daemon(t), scope); err != nil || containers > 1 || exists(t, liveProbe) || images != 1 {
 		t.Errorf("Clean once the run ended: %d containers (the ended run's still there %v), %d images, %v; want it gone, 1 image", containers, exists(t, liveProbe), images, err)
 	}
 }
@@ -208,13 +208,13 @@ func countImages(t *testing.T, digest string, untagged bool) int {
 
 // TestCleanRace: `probe --clean` run again and again while four doctors probe: no service
 // reports a false SHM205 "No such image". Clean is limited to this test's image and project
-// (scopeClean).
+// (an engine.CleanScope).
 func TestCleanRace(t *testing.T) {
 	o := testOptions(t)
 	o.WriteProbe = "off"
 	bin, digest := privateAgent(t)
 	o.Binary = bin
-	scopeClean(t, digest, o.Project)
+	scope := engine.CleanScope{Digest: digest, Project: o.Project}
 
 	stop := make(chan struct{})
 	var cleans, removed atomic.Int64
@@ -227,7 +227,7 @@ func TestCleanRace(t *testing.T) {
 				return
 			default:
 			}
-			_, images, err := engine.Clean(context.Background(), daemon(t))
+			_, images, err := engine.Clean(context.Background(), daemon(t), scope)
 			if err != nil {
 				t.Errorf("Clean: %v", err)
 			}

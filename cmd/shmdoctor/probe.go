@@ -188,7 +188,7 @@ func probeCmd(ctx context.Context, args []string, _ io.Reader, stdout, _ io.Writ
 		return exitUsage, err
 	}
 	defer closeClient()
-	containers, images, err := engine.Clean(ctx, c)
+	containers, images, err := engine.Clean(ctx, c, engine.CleanScope{})
 	fmt.Fprintf(stdout, "removed %d probe container(s) and %d probe image(s)\n", containers, images)
 	if err != nil {
 		return exitUsage, err
