@@ -15,7 +15,7 @@ package agent
 
 // DefaultMemFloor is the host's MemAvailable below which the writer stops, whatever its
 // target: the writers read /proc/meminfo before the first 1 MiB chunk and again every few
-// milliseconds (memCheckEvery) before a chunk, so that several
-// doctors probing one host at once, or a workload growing meanwhile, stop the write probes
-// here rather than at the OOM killer. The agent's --mem-floor overrides it.
+// milliseconds (memCheckEvery), so that several doctors probing one host at once, or a
+// workload growing meanwhile, stop the write probes here rather than at the OOM killer. The
+// agent's --mem-floor overrides it.
 const DefaultMemFloor int64 = 1 << 30
