@@ -29,7 +29,30 @@ type stage struct {
 	parent             *stage
 }
 
-var argRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?[-+]([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)`)
+// argRef is a reference to a build arg: $NAME, ${NAME}, or ${NAME} with a modifier (:-, -,
+// :+, +, :?, ?) and its word.
+var argRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-+?])([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)`)
+
+// expandArg is the value of one build arg reference, as the Dockerfile's shell lexer gives
+// it: op is the modifier ("" for none), word what follows it. With a colon, an empty value
+// counts as unset. A reference the build refuses (${X:?}, unset) reads as empty.
+func expandArg(value string, set bool, op, word string) string {
+	if strings.HasPrefix(op, ":") {
+		set = set && value != ""
+	}
+	switch strings.TrimPrefix(op, ":") {
+	case "-":
+		if !set {
+			return word
+		}
+	case "+":
+		if set {
+			return word
+		}
+		return ""
+	}
+	return value
+}
 
 // ParseDockerfile reads the final stage (or the stage named target) of a Dockerfile's text;
 // name is how locations name the file, args the build args compose passes. It reads FROM,
@@ -47,14 +70,8 @@ func ParseDockerfile(text []byte, name, target string, args map[string]string) (
 	expand := func(s string) string {
 		return argRef.ReplaceAllStringFunc(s, func(ref string) string {
 			m := argRef.FindStringSubmatch(ref)
-			k := m[1] + m[3]
-			if v, ok := global[k]; ok && v != "" {
-				return v
-			}
-			if strings.Contains(ref, ":-") || strings.Contains(ref, "-") && m[1] != "" {
-				return m[2]
-			}
-			return ""
+			v, set := global[m[1]+m[4]]
+			return expandArg(v, set, m[2], m[3])
 		})
 	}
 	for _, ins := range instructions(string(text)) {

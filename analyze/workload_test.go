@@ -118,6 +118,37 @@ func TestReadWorkload(t *testing.T) {
 	}
 }
 
+// TestDockerfileArgs: build args in FROM read as the Dockerfile's lexer reads them: with a
+// colon an empty value counts as unset, without one only an unset arg takes the word, and
+// :+ / + give the word only where the arg is set.
+func TestDockerfileArgs(t *testing.T) {
+	for _, tc := range []struct {
+		ref  string
+		args map[string]string // build args; TAG is always declared with ARG TAG=
+		want string
+	}{
+		{"${TAG:-2.4}", nil, "2.4"},                             // declared empty: unset for :-
+		{"${TAG-2.4}", nil, ""},                                 // declared empty: set for -
+		{"${NOPE-2.4}", nil, "2.4"},                             // never declared
+		{"${TAG:-2.4}", map[string]string{"TAG": "2.5"}, "2.5"}, // a build arg wins
+		{"2.4${GPU:+-cuda}", map[string]string{"GPU": "1"}, "2.4-cuda"},
+		{"2.4${GPU:+-cuda}", nil, "2.4"},
+		{"2.4${TAG+-set}", nil, "2.4-set"}, // declared, though empty
+		{"2.4${TAG:+-set}", nil, "2.4"},
+		{"${TAG:?}2.4", nil, "2.4"}, // the build would refuse: read as empty
+		{"$NOPE2.4", nil, ".4"},     // the name runs on: NOPE2
+	} {
+		text := "ARG TAG=\nARG GPU\nFROM pytorch/pytorch:" + tc.ref + "\n"
+		d, err := ParseDockerfile([]byte(text), "Dockerfile", "", tc.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "pytorch/pytorch:" + tc.want; d.From != want {
+			t.Errorf("FROM pytorch/pytorch:%s with %v: %q, want %q", tc.ref, tc.args, d.From, want)
+		}
+	}
+}
+
 func TestParseDockerfile(t *testing.T) {
 	text := `# syntax=docker/dockerfile:1
 ARG BASE=pytorch/pytorch
