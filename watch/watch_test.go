@@ -4,12 +4,16 @@ package watch
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -249,30 +253,88 @@ func (e cgroupV2Engine) Info(ctx context.Context, o client.InfoOptions) (client.
 	return res, err
 }
 
+// companionLines is cgroupV2Engine, and it closes read once the doctor has read a whole
+// line from a container it attached to: the companion's first reading, an event a test
+// waits on.
+type companionLines struct {
+	cgroupV2Engine
+	read chan struct{}
+	once *sync.Once
+}
+
+func (e companionLines) ContainerAttach(ctx context.Context, id string, o client.ContainerAttachOptions) (client.ContainerAttachResult, error) {
+	res, err := e.cgroupV2Engine.ContainerAttach(ctx, id, o)
+	if err == nil && res.Reader != nil {
+		res.Reader = bufio.NewReader(lineSignal{r: res.Reader, line: func() { e.once.Do(func() { close(e.read) }) }, st: &frameState{}})
+	}
+	return res, err
+}
+
+// lineSignal calls line once a newline has passed through it in a frame's payload: the
+// attach stream is multiplexed, 8 bytes of header (the stream, then the payload's size, big
+// endian, in bytes 4 to 7) before each payload.
+type lineSignal struct {
+	r    io.Reader
+	line func()
+	st   *frameState
+}
+
+type frameState struct {
+	header  [8]byte
+	got     int   // header bytes read of the current frame
+	payload int64 // payload bytes left in the current frame
+}
+
+func (l lineSignal) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	for b := p[:n]; len(b) > 0; {
+		st := l.st
+		if st.payload == 0 {
+			c := copy(st.header[st.got:], b)
+			st.got += c
+			b = b[c:]
+			if st.got == len(st.header) {
+				st.got, st.payload = 0, int64(binary.BigEndian.Uint32(st.header[4:]))
+			}
+			continue
+		}
+		c := int(min(st.payload, int64(len(b))))
+		if bytes.IndexByte(b[:c], '\n') >= 0 {
+			l.line()
+		}
+		st.payload -= int64(c)
+		b = b[c:]
+	}
+	return n, err
+}
+
 // TestWatchStatsFallback watches, through an engine whose stats lack shmem, with one sample
 // only (an interval longer than the watch): the group moves to the agent at that sample, and
-// its companion must start then, not at a next sample.
+// its companion must start then, not at a next sample. The watch ends once the doctor has
+// read the companion's first line: the end of a watch waits for a line read to be recorded.
 func TestWatchStatsFallback(t *testing.T) {
 	o := testOptions(t)
 	c := daemon(t)
 	ctx := context.Background()
-	id := holdingAgent(t, c, replicaLabels(o.Project, 1), &container.HostConfig{NetworkMode: "none"})
+	holdingAgent(t, c, replicaLabels(o.Project, 1), &container.HostConfig{NetworkMode: "none"})
+	e := companionLines{cgroupV2Engine{c}, make(chan struct{}), &sync.Once{}}
 	wctx, cancel := context.WithCancel(ctx)
+	lined := make(chan bool, 1)
 	go func() {
-		// Ends the watch once the companion runs and has had time for its first reading,
-		// which it writes at once; or after 30s when no companion comes.
 		defer cancel()
-		f := make(client.Filters).Add("label", engine.LabelWatch+"="+id).Add("status", "running")
-		for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-			if list, err := c.ContainerList(ctx, client.ContainerListOptions{Filters: f}); err == nil && len(list.Items) > 0 {
-				time.Sleep(time.Second)
-				return
-			}
+		select {
+		case <-e.read:
+			lined <- true
+		case <-time.After(time.Minute):
+			lined <- false
 		}
 	}()
-	cs, err := Watch(wctx, cgroupV2Engine{c}, Options{Project: o.Project, Interval: time.Hour, Binary: testAgent})
+	cs, err := Watch(wctx, e, Options{Project: o.Project, Interval: time.Hour, Binary: testAgent})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !<-lined {
+		t.Error("no companion wrote a line within a minute")
 	}
 	if len(cs) != 1 || cs[0].Method != analyze.WatchAgent || cs[0].UsedBytes == nil {
 		t.Fatalf("%+v: want it read by the agent after the stats fell short", cs)
