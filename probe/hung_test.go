@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,60 +16,14 @@ import (
 
 	"github.com/shmdoctor/shmdoctor/analyze"
 	"github.com/shmdoctor/shmdoctor/engine"
+	"github.com/shmdoctor/shmdoctor/internal/enginetest"
 )
-
-// hungSocket is a fake daemon for the one thing a test must not do to the shared engine:
-// hang it (SIGSTOP). It is a unix socket that accepts connections and never answers, as a
-// stopped dockerd's socket does; it returns the DOCKER_HOST to use.
-func hungSocket(t *testing.T) string {
-	t.Helper()
-	sock := filepath.Join(t.TempDir(), "hung.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c) // held open, never read or answered
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return "unix://" + sock
-}
-
-// hungClient is a client of a daemon that accepts and never answers (hungSocket), closed at
-// the end of the test.
-func hungClient(t *testing.T) (*client.Client, string) {
-	t.Helper()
-	host := hungSocket(t)
-	c, err := client.New(client.WithHost(host))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c, host
-}
 
 // TestHungDaemonPing: a daemon that accepts and never answers is given the run's timeout, not
 // a fixed 15 s, and the error says what happened.
 func TestHungDaemonPing(t *testing.T) {
 	t.Parallel()
-	c, host := hungClient(t)
+	c, host := enginetest.HungClient(t)
 	_, err := Run(context.Background(), c, []*analyze.ShmPlan{{Service: "a"}}, Options{Binary: testAgent, Timeout: time.Second})
 	want := "the Docker daemon at " + host + " did not answer within 1s"
 	if err == nil || err.Error() != want {

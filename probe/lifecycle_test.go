@@ -13,13 +13,13 @@ import (
 	"testing"
 	"time"
 
-	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/system"
 	"github.com/moby/moby/client"
 
 	"github.com/shmdoctor/shmdoctor/analyze"
 	"github.com/shmdoctor/shmdoctor/engine"
+	"github.com/shmdoctor/shmdoctor/internal/enginetest"
 )
 
 // leftover creates a probe container of another (crashed) run, never started.
@@ -46,24 +46,12 @@ func leftoverLabelled(t *testing.T, labels map[string]string) string {
 // the test ends.
 func leftoverOf(t *testing.T, image string, labels map[string]string) string {
 	t.Helper()
-	c := daemon(t)
-	res, err := c.ContainerCreate(context.Background(), client.ContainerCreateOptions{Image: image, Config: &container.Config{Labels: labels}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = c.ContainerRemove(context.Background(), res.ID, client.ContainerRemoveOptions{Force: true})
-	})
-	return res.ID
+	return enginetest.Leftover(t, daemon(t), image, labels)
 }
 
 func exists(t *testing.T, id string) bool {
 	t.Helper()
-	_, err := daemon(t).ContainerInspect(context.Background(), id, client.ContainerInspectOptions{})
-	if err != nil && !cerrdefs.IsNotFound(err) {
-		t.Fatal(err)
-	}
-	return err == nil
+	return enginetest.Exists(t, daemon(t), id)
 }
 
 // TestClean: `shmdoctor probe --clean` removes a crashed run's leftover, a watch companion

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/shmdoctor/shmdoctor/analyze"
 	"github.com/shmdoctor/shmdoctor/engine"
+	"github.com/shmdoctor/shmdoctor/internal/enginetest"
 )
 
 // The probe tests run against the real Docker daemon the environment names (DOCKER_HOST,
@@ -34,29 +34,15 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "shmdoctor-probe-test")
+	// Run locks go to a folder of this process's own, so that the doctors other test
+	// processes run on this machine at the same time neither see nor are seen by these tests.
+	scratch, err := enginetest.NewScratch("probe")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
-	// Run locks go to a directory of this process's own, so that the doctors other test
-	// processes run on this machine at the same time neither see nor are seen by these tests.
-	locks := filepath.Join(dir, "run")
-	if err := os.Mkdir(locks, 0o700); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	os.Setenv("XDG_RUNTIME_DIR", locks)
-
-	// The test binary is not the doctor: build a static binary holding the agent.
-	testAgent = filepath.Join(dir, "shmdoctor")
-	build := exec.Command("go", "build", "-o", testAgent, "../agent/internal/agentcmd")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building the test agent: %v\n%s", err, out)
-		return 1
-	}
+	defer scratch.Remove()
+	testAgent = scratch.Agent
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -95,7 +81,7 @@ func testMain(m *testing.M) int {
 			code = 1
 		}
 	}
-	if left, _ := filepath.Glob(filepath.Join(locks, "shmdoctor", "*.lock")); len(left) > 0 {
+	if left := scratch.LocksLeft(); len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: lock files left: %v\n", left)
 		code = 1
 	}

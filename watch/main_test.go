@@ -6,17 +6,14 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	cerrdefs "github.com/containerd/errdefs"
-	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
 	"github.com/shmdoctor/shmdoctor/engine"
+	"github.com/shmdoctor/shmdoctor/internal/enginetest"
 )
 
 // The watch tests run against the real Docker daemon the environment names (DOCKER_HOST,
@@ -34,28 +31,13 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "shmdoctor-watch-test")
+	scratch, err := enginetest.NewScratch("watch")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
-	// Run locks go to a directory of this process's own.
-	locks := filepath.Join(dir, "run")
-	if err := os.Mkdir(locks, 0o700); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	os.Setenv("XDG_RUNTIME_DIR", locks)
-
-	// The test binary is not the doctor: build a static binary holding the agent.
-	testAgent = filepath.Join(dir, "shmdoctor")
-	build := exec.Command("go", "build", "-o", testAgent, "../agent/internal/agentcmd")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building the test agent: %v\n%s", err, out)
-		return 1
-	}
+	defer scratch.Remove()
+	testAgent = scratch.Agent
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -70,7 +52,7 @@ func testMain(m *testing.M) int {
 		testClient = c.(*client.Client)
 	}
 	code := m.Run()
-	if left, _ := filepath.Glob(filepath.Join(locks, "shmdoctor", "*.lock")); len(left) > 0 {
+	if left := scratch.LocksLeft(); len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: lock files left: %v\n", left)
 		code = 1
 	}
@@ -101,26 +83,14 @@ func testOptions(t *testing.T) testWatch {
 // removed when the test ends.
 func leftoverLabelled(t *testing.T, labels map[string]string) string {
 	t.Helper()
-	c := daemon(t)
-	image, err := engine.Image(context.Background(), c, testAgent)
+	image, err := engine.Image(context.Background(), daemon(t), testAgent)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := c.ContainerCreate(context.Background(), client.ContainerCreateOptions{Image: image, Config: &container.Config{Labels: labels}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = c.ContainerRemove(context.Background(), res.ID, client.ContainerRemoveOptions{Force: true})
-	})
-	return res.ID
+	return enginetest.Leftover(t, daemon(t), image, labels)
 }
 
 func exists(t *testing.T, id string) bool {
 	t.Helper()
-	_, err := daemon(t).ContainerInspect(context.Background(), id, client.ContainerInspectOptions{})
-	if err != nil && !cerrdefs.IsNotFound(err) {
-		t.Fatal(err)
-	}
-	return err == nil
+	return enginetest.Exists(t, daemon(t), id)
 }
