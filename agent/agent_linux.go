@@ -23,6 +23,7 @@ import (
 
 	"github.com/shmdoctor/shmdoctor/agent/protocol"
 	"github.com/shmdoctor/shmdoctor/analyze"
+	"github.com/shmdoctor/shmdoctor/internal/tail"
 )
 
 // Main is the hidden `shmdoctor agent ...` subcommand that runs inside the probe container;
@@ -550,7 +551,7 @@ func runWriter(path, mode string, target int64, workers int, budget time.Duratio
 		return w, false
 	}
 	defer pr.Close()
-	var errBuf tailBuffer
+	var errBuf tail.Buffer
 	args := []string{"agent", "write", "--mode", mode, "--target", strconv.FormatInt(target, 10), "--path", path,
 		"--mem-floor", strconv.FormatInt(floor, 10)}
 	if workers > 0 {

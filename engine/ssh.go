@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/shmdoctor/shmdoctor/internal/tail"
 )
 
 // sshDialer returns a dialer for an ssh:// daemon host that does what the docker CLI does:
@@ -49,7 +51,7 @@ func sshDialer(host string) (func(ctx context.Context, network, addr string) (ne
 		if err := cmd.Start(); err != nil {
 			return nil, fmt.Errorf("starting ssh to %s: %w", u.Hostname(), err)
 		}
-		c := &cmdConn{cmd: cmd, w: stdin, r: stdout, host: u.Redacted(), stderr: &tailBuffer{}, stderrDone: make(chan struct{})}
+		c := &cmdConn{cmd: cmd, w: stdin, r: stdout, host: u.Redacted(), stderr: &tail.Buffer{}, stderrDone: make(chan struct{})}
 		go func() {
 			defer close(c.stderrDone)
 			_, _ = io.Copy(c.stderr, errPipe)
@@ -65,7 +67,7 @@ type cmdConn struct {
 	w      io.WriteCloser
 	r      io.ReadCloser
 	host   string
-	stderr *tailBuffer
+	stderr *tail.Buffer
 	// stderrDone is closed once ssh's stderr is at its end: ssh has exited.
 	stderrDone chan struct{}
 	once       sync.Once
@@ -120,30 +122,6 @@ func (c *cmdConn) RemoteAddr() net.Addr             { return sshAddr(c.host) }
 func (c *cmdConn) SetDeadline(time.Time) error      { return nil }
 func (c *cmdConn) SetReadDeadline(time.Time) error  { return nil }
 func (c *cmdConn) SetWriteDeadline(time.Time) error { return nil }
-
-// tailBuffer keeps the last 512 bytes written to it: a command's error, bounded whatever it
-// prints. exec writes to it from its own goroutine.
-type tailBuffer struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > 512 {
-		t.b = t.b[len(t.b)-512:]
-	}
-	return len(p), nil
-}
-
-// String is what was written, on one line.
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return OneLine(string(t.b))
-}
 
 // sshError is what ssh printed when it failed: the cause a user can act on.
 type sshError string

@@ -24,9 +24,9 @@ var layers = []struct {
 	docker  bool     // may import the Docker client and its types
 }{
 	{dir: "agent/protocol", imports: []string{"analyze"}},
-	{dir: "agent", imports: []string{"agent/protocol", "analyze"}},
+	{dir: "agent", imports: []string{"agent/protocol", "analyze", "internal/tail"}},
 	{dir: "agent/internal/agentcmd", imports: []string{"agent"}},
-	{dir: "engine", imports: []string{"agent/protocol", "analyze"}, docker: true},
+	{dir: "engine", imports: []string{"agent/protocol", "analyze", "internal/tail"}, docker: true},
 	{dir: "probe", imports: []string{"agent/protocol", "analyze", "engine"}, docker: true},
 	{dir: "watch", imports: []string{"agent/protocol", "analyze", "engine"}, docker: true},
 }
