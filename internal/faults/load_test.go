@@ -46,27 +46,9 @@ func TestSignalUnderLoad(t *testing.T) {
 			r := newRow(t, sigName[sig]+" mid-probe, both cores busy", fmt.Sprintf("every agent stops within %s; %s", agentBound, after))
 			for i := 1; i <= runs; i++ {
 				clean(t, false)
-				ctx, cancel := context.WithTimeout(context.Background(), eventWait)
-				evs := d.subscribe(ctx, "type", "container", "label", engine.LabelProbe)
-				before := readCPU()
-				p := doctor(t, dir, checkArgs(time.Minute)...)
-				l := newLives()
-				if err := l.untilStart(ctx, evs); err != nil {
-					cancel()
-					p.signal(syscall.SIGKILL)
-					p.wait(time.Since(p.started) + 10*time.Second)
-					t.Fatalf("run %d: %v; the doctor: %s: %s", i, err, p.end(), p.output())
-				}
-				load := readCPU().busySince(before)
-				r.detailBusy(load)
-				p.signal(sig)
-				sent := time.Now()
-				p.wait(time.Since(p.started) + grace + 20*time.Second)
-				last, err := l.untilStopped(ctx, evs, sent.Add(agentBound), events.ActionDie)
-				cancel()
-				r.detail("longest %.1f s after the signal", last.Sub(sent).Seconds(), func(old, new float64) bool { return new > old })
+				err := signalMid(t, r, i, dir, checkArgs(time.Minute), engine.LabelProbe, sig, events.ActionDie)
 				if err != nil {
-					t.Errorf("run %d (cores %.0f%% busy): %v", i, 100*load, err)
+					t.Errorf("run %d: %v", i, err)
 				}
 				if sig == syscall.SIGKILL {
 					next := doctor(t, dir, checkArgs(time.Minute)...)
@@ -88,28 +70,10 @@ func TestSignalUnderLoad(t *testing.T) {
 		for i := 1; i <= runs; i++ {
 			clean(t, false)
 			dir, project := workloads(t)
-			ctx, cancel := context.WithTimeout(context.Background(), eventWait)
-			evs := d.subscribe(ctx, "type", "container", "label", engine.LabelWatch)
-			before := readCPU()
-			p := doctor(t, dir, watchArgs(project, 0)...)
-			l := newLives()
-			if err := l.untilStart(ctx, evs); err != nil {
-				cancel()
-				p.signal(syscall.SIGKILL)
-				p.wait(time.Since(p.started) + 10*time.Second)
-				t.Fatalf("run %d: %v; the watch: %s: %s", i, err, p.end(), p.output())
-			}
-			load := readCPU().busySince(before)
-			r.detailBusy(load)
-			p.signal(syscall.SIGKILL)
-			sent := time.Now()
-			p.wait(time.Since(p.started) + 10*time.Second)
 			// Companions are removed by the engine when they end (AutoRemove): wait for that.
-			last, err := l.untilStopped(ctx, evs, sent.Add(agentBound), events.ActionDestroy)
-			cancel()
-			r.detail("longest %.1f s after the signal", last.Sub(sent).Seconds(), func(old, new float64) bool { return new > old })
+			err := signalMid(t, r, i, dir, watchArgs(project, 0), engine.LabelWatch, syscall.SIGKILL, events.ActionDestroy)
 			if err != nil {
-				t.Errorf("run %d (cores %.0f%% busy): %v", i, 100*load, err)
+				t.Errorf("run %d: %v", i, err)
 			}
 			// A companion created and never started (the watch died between the two calls)
 			// is the next watch's to remove.
@@ -125,6 +89,36 @@ func TestSignalUnderLoad(t *testing.T) {
 			}
 		}
 	})
+}
+
+// signalMid starts a doctor in dir with args, sends it sig once one of its containers (those
+// carrying label) has started, and follows them until each has ended (end: its death, or for
+// a companion its removal), at most agentBound after the signal. It records the row's
+// figures, and returns why they did not all end in time.
+func signalMid(t *testing.T, r *row, i int, dir string, args []string, label string, sig syscall.Signal, end events.Action) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), eventWait)
+	defer cancel()
+	evs := d.subscribe(ctx, "type", "container", "label", label)
+	before := readCPU()
+	p := doctor(t, dir, args...)
+	l := newLives()
+	if err := l.untilStart(ctx, evs); err != nil {
+		p.signal(syscall.SIGKILL)
+		p.wait(time.Since(p.started) + 10*time.Second)
+		t.Fatalf("run %d: %v; the doctor: %s: %s", i, err, p.end(), p.output())
+	}
+	load := readCPU().busySince(before)
+	r.detailBusy(load)
+	p.signal(sig)
+	sent := time.Now()
+	p.wait(time.Since(p.started) + grace + 20*time.Second)
+	last, err := l.untilStopped(ctx, evs, label, sent.Add(agentBound), end)
+	r.detail("longest %.1f s after the signal", last.Sub(sent).Seconds(), func(old, new float64) bool { return new > old })
+	if err != nil {
+		return fmt.Errorf("cores %.0f%% busy: %w", 100*load, err)
+	}
+	return nil
 }
 
 // lives follows the containers of one doctor through the daemon's events.
@@ -160,7 +154,7 @@ func (l *lives) untilStart(ctx context.Context, evs <-chan events.Message) error
 // event) and the daemon lists none of the label running, or until the bound passes. It
 // returns when the last one ended. A container whose start was in flight when its doctor
 // died starts after the signal: it is waited for too.
-func (l *lives) untilStopped(ctx context.Context, evs <-chan events.Message, bound time.Time, end events.Action) (time.Time, error) {
+func (l *lives) untilStopped(ctx context.Context, evs <-chan events.Message, label string, bound time.Time, end events.Action) (time.Time, error) {
 	last := time.Now()
 	ctx, cancel := context.WithDeadline(ctx, bound)
 	defer cancel()
@@ -174,7 +168,7 @@ func (l *lives) untilStopped(ctx context.Context, evs <-chan events.Message, bou
 			last = time.Now()
 		}
 		// A start the daemon has not reported yet shows in its list.
-		res, err := d.api.ContainerList(ctx, client.ContainerListOptions{Filters: make(client.Filters).Add("label", labelOf(end)).Add("status", "running")})
+		res, err := d.api.ContainerList(ctx, client.ContainerListOptions{Filters: make(client.Filters).Add("label", label).Add("status", "running")})
 		if err != nil {
 			return time.Now(), fmt.Errorf("listing running containers: %v", err)
 		}
@@ -195,15 +189,6 @@ func (l *lives) running() int {
 		}
 	}
 	return n
-}
-
-// labelOf names the label of the containers whose end is end: a companion's end is its
-// removal, a probe container's its death.
-func labelOf(end events.Action) string {
-	if end == events.ActionDestroy {
-		return engine.LabelWatch
-	}
-	return engine.LabelProbe
 }
 
 // busy keeps n go build loops compiling the doctor, each from a build cache it empties
