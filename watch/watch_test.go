@@ -23,6 +23,7 @@ import (
 	"github.com/shmdoctor/shmdoctor/agent/protocol"
 	"github.com/shmdoctor/shmdoctor/analyze"
 	"github.com/shmdoctor/shmdoctor/engine"
+	"github.com/shmdoctor/shmdoctor/internal/enginetest"
 )
 
 func TestParseDf(t *testing.T) {
@@ -127,20 +128,10 @@ func holdingAgent(t *testing.T, c *client.Client, labels map[string]string, hc *
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{
+	return enginetest.Start(t, c, client.ContainerCreateOptions{
 		Config:     &container.Config{Image: image, Cmd: append(protocol.Args(), "--target", "0", "--hold", "60s"), Labels: labels},
 		HostConfig: hc,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = c.ContainerRemove(context.Background(), res.ID, client.ContainerRemoveOptions{Force: true})
-	})
-	if _, err := c.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return res.ID
 }
 
 // replicaLabels are the labels of replica number of service app in a compose project.

@@ -22,6 +22,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
+	"github.com/shmdoctor/shmdoctor/internal/enginetest"
 	"github.com/shmdoctor/shmdoctor/watch"
 )
 
@@ -46,26 +47,17 @@ func TestExporterPrometheus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() }) // after the containers' removal, registered later
 	ctx := context.Background()
 	image := busyboxImage(t, c)
 	project := "exptest-" + randomSuffix()
 	run := func(service string, mem int64, script string) string {
 		t.Helper()
 		name := project + "-" + service + "-1"
-		res, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{Name: name,
+		enginetest.Start(t, c, client.ContainerCreateOptions{Name: name,
 			Config: &container.Config{Image: image, Cmd: []string{"sh", "-c", script},
 				Labels: map[string]string{watch.ComposeProjectLabel: project, watch.ComposeServiceLabel: service, watch.ComposeOneoffLabel: "False"}},
 			HostConfig: &container.HostConfig{NetworkMode: "none", Resources: container.Resources{Memory: mem}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_, _ = c.ContainerRemove(context.Background(), res.ID, client.ContainerRemoveOptions{Force: true})
-		})
-		if _, err := c.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
-			t.Fatal(err)
-		}
 		return name
 	}
 	fill := run("fill", 0, "dd if=/dev/zero of=/dev/shm/f bs=1M count=56 2>/dev/null; exec sleep 600")

@@ -111,7 +111,13 @@ func HungClient(t *testing.T) (*client.Client, string) {
 // test ends.
 func Leftover(t *testing.T, c *client.Client, image string, labels map[string]string) string {
 	t.Helper()
-	res, err := c.ContainerCreate(context.Background(), client.ContainerCreateOptions{Image: image, Config: &container.Config{Labels: labels}})
+	return Create(t, c, client.ContainerCreateOptions{Image: image, Config: &container.Config{Labels: labels}})
+}
+
+// Create creates a container, removed when the test ends, and returns its id.
+func Create(t *testing.T, c *client.Client, o client.ContainerCreateOptions) string {
+	t.Helper()
+	res, err := c.ContainerCreate(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,6 +125,16 @@ func Leftover(t *testing.T, c *client.Client, image string, labels map[string]st
 		_, _ = c.ContainerRemove(context.Background(), res.ID, client.ContainerRemoveOptions{Force: true})
 	})
 	return res.ID
+}
+
+// Start creates and starts a container, removed when the test ends, and returns its id.
+func Start(t *testing.T, c *client.Client, o client.ContainerCreateOptions) string {
+	t.Helper()
+	id := Create(t, c, o)
+	if _, err := c.ContainerStart(context.Background(), id, client.ContainerStartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return id
 }
 
 // Exists reports whether the daemon still has the container.
