@@ -79,26 +79,19 @@ func TestGoInstallLatest(t *testing.T) {
 	}
 }
 
-// writeModuleZip writes the module zip of the checkout's files (tracked and untracked but
-// not ignored, as git lists them), each under prefix, as a module proxy serves it.
+// writeModuleZip writes the module zip of the checkout's files (checkoutFiles), each under
+// prefix, as a module proxy serves it.
 func writeModuleZip(t *testing.T, src, path, prefix string) {
 	t.Helper()
-	ls := exec.Command("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
-	ls.Dir = src
-	out, err := ls.Output()
-	if err != nil {
-		t.Fatalf("git ls-files (the test needs a git checkout): %v", err)
-	}
+	names := checkoutFiles(t, src)
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	zw := zip.NewWriter(f)
-	for _, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+	for _, name := range names {
 		data, err := os.ReadFile(filepath.Join(src, name))
-		if os.IsNotExist(err) {
-			continue // deleted, not yet committed
-		} else if err != nil {
+		if err != nil {
 			t.Fatal(err)
 		}
 		w, err := zw.Create(prefix + filepath.ToSlash(name))

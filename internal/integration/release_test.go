@@ -36,17 +36,9 @@ func checkout(t *testing.T, dir string) {
 func checkoutTag(t *testing.T, dir, tag string) string {
 	t.Helper()
 	src := root(t)
-	ls := exec.Command("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
-	ls.Dir = src
-	out, err := ls.Output()
-	if err != nil {
-		t.Fatalf("git ls-files (the test needs a git checkout): %v", err)
-	}
-	for _, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+	for _, name := range checkoutFiles(t, src) {
 		data, err := os.ReadFile(filepath.Join(src, name))
-		if os.IsNotExist(err) {
-			continue // deleted, not yet committed
-		} else if err != nil {
+		if err != nil {
 			t.Fatal(err)
 		}
 		st, _ := os.Stat(filepath.Join(src, name))
@@ -71,6 +63,25 @@ func checkoutTag(t *testing.T, dir, tag string) string {
 		}
 	}
 	return strings.TrimSpace(runIn(t, dir, nil, "git", "rev-parse", "HEAD").stdout)
+}
+
+// checkoutFiles lists the files of the checkout at src as git sees them, tracked and untracked
+// but not ignored, without those deleted and not yet committed.
+func checkoutFiles(t *testing.T, src string) []string {
+	t.Helper()
+	ls := exec.Command("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+	ls.Dir = src
+	out, err := ls.Output()
+	if err != nil {
+		t.Fatalf("git ls-files (the test needs a git checkout): %v", err)
+	}
+	var names []string
+	for _, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+		if _, err := os.Stat(filepath.Join(src, name)); err == nil {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // TestRelease runs `make release` for the host's platform in two checkouts of the same commit
