@@ -1,14 +1,12 @@
 package analyze_test
 
 import (
-	"go/parser"
-	"go/token"
 	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/shmdoctor/shmdoctor/internal/testutil"
 )
 
 // layers is what each package of analyze may import of the others and of YAML, lowest
@@ -35,7 +33,7 @@ func TestLayers(t *testing.T) {
 	seen := map[string]bool{}
 	for _, l := range layers {
 		seen[l.dir] = true
-		imports := importsOf(t, l.dir)
+		imports := testutil.ImportsOf(t, l.dir)
 		if len(imports) == 0 {
 			t.Errorf("%s: no imports read: the table names a folder that holds no package", l.dir)
 		}
@@ -65,29 +63,4 @@ func TestLayers(t *testing.T) {
 			t.Errorf("analyze/%s is not in the layer table", e.Name())
 		}
 	}
-}
-
-// importsOf lists the imports of the non-test Go files of a folder.
-func importsOf(t *testing.T, dir string) []string {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	fset := token.NewFileSet()
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		af, err := parser.ParseFile(fset, f, nil, parser.ImportsOnly)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, im := range af.Imports {
-			p, _ := strconv.Unquote(im.Path.Value)
-			out = append(out, p)
-		}
-	}
-	return out
 }

@@ -1,15 +1,14 @@
 package layers
 
 import (
-	"go/parser"
-	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/shmdoctor/shmdoctor/internal/testutil"
 )
 
 const module = "github.com/shmdoctor/shmdoctor"
@@ -47,7 +46,7 @@ func TestLayers(t *testing.T) {
 	rows := map[string]bool{}
 	for _, l := range layers {
 		rows[l.dir] = true
-		imports := importsOf(t, filepath.Join(root, l.dir))
+		imports := testutil.ImportsOf(t, filepath.Join(root, l.dir))
 		if len(imports) == 0 {
 			t.Errorf("%s: no imports read: the table names a folder that holds no package", l.dir)
 		}
@@ -95,31 +94,6 @@ func hasGo(t *testing.T, dir string) bool {
 		t.Fatal(err)
 	}
 	return len(files) > 0
-}
-
-// importsOf lists the imports of the non-test Go files of a folder, for every platform.
-func importsOf(t *testing.T, dir string) []string {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	fset := token.NewFileSet()
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		af, err := parser.ParseFile(fset, f, nil, parser.ImportsOnly)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, im := range af.Imports {
-			p, _ := strconv.Unquote(im.Path.Value)
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // TestRoomsExist fails when a room of the table has no folder: the walk above would pass

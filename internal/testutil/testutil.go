@@ -4,8 +4,12 @@ package testutil
 
 import (
 	"errors"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -88,4 +92,30 @@ func CopyTree(t testing.TB, src string) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// ImportsOf lists the imports of the non-test Go files of a folder, for every platform: what
+// the layer tests hold to their tables.
+func ImportsOf(t testing.TB, dir string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	fset := token.NewFileSet()
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		af, err := parser.ParseFile(fset, f, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, im := range af.Imports {
+			p, _ := strconv.Unquote(im.Path.Value)
+			out = append(out, p)
+		}
+	}
+	return out
 }
