@@ -148,13 +148,9 @@ func TestSignalMidProbe(t *testing.T) {
 			}
 			p.signal(syscall.SIGKILL)
 			p.wait(time.Since(p.started) + 10*time.Second)
-			next := doctor(t, dir, checkArgs(time.Minute)...)
-			next.wait(time.Minute + grace)
+			next := nextRun(t, i, dir)
 			l := count(t, r)
 			r.observe("next run %s%s", next.end(), leftNote(l))
-			if next.code != 0 && next.code != 1 {
-				t.Errorf("run %d: the next run: %s, want exit 0 or 1; stderr: %s", i, next.end(), next.output())
-			}
 			if !l.zero() {
 				t.Errorf("run %d: after the next run, left %s", i, l)
 			}
@@ -209,13 +205,9 @@ func TestSignalMidWatch(t *testing.T) {
 			}
 			p.signal(syscall.SIGKILL)
 			p.wait(time.Since(p.started) + 10*time.Second)
-			next := doctor(t, dir, watchArgs(project, 2*time.Second)...)
-			next.wait(time.Minute)
+			next := nextWatch(t, i, dir, project)
 			l := count(t, r)
 			r.observe("next watch %s%s", next.end(), leftNote(l))
-			if next.code != 0 {
-				t.Errorf("run %d: the next watch: %s, want exit 0; stderr: %s", i, next.end(), next.output())
-			}
 			if !l.zero() {
 				t.Errorf("run %d: after the next watch, left %s", i, l)
 			}
@@ -252,13 +244,9 @@ func TestDaemonKilled(t *testing.T) {
 				r.observe("%s%s, the daemon did not restart", p.end(), unnamed(named))
 				t.Fatalf("restarting the private dockerd: %v", err)
 			}
-			next := doctor(t, dir, checkArgs(time.Minute)...)
-			next.wait(time.Minute + grace)
+			next := nextRun(t, i, dir)
 			l := count(t, r)
 			r.observe("%s%s, next run %s%s", p.end(), unnamed(named), next.end(), leftNote(l))
-			if next.code != 0 && next.code != 1 {
-				t.Errorf("run %d: the next run: %s, want exit 0 or 1; stderr: %s", i, next.end(), next.output())
-			}
 			if !l.zero() {
 				t.Errorf("run %d: after the restart and the next run, left %s", i, l)
 			}
@@ -292,13 +280,9 @@ func TestDaemonKilled(t *testing.T) {
 			// The workload died with the daemon (no live restore): it is started again, the
 			// companions of the dead watch are left as they are.
 			restartWorkloads(t, project)
-			next := doctor(t, dir, watchArgs(project, 2*time.Second)...)
-			next.wait(time.Minute)
+			next := nextWatch(t, i, dir, project)
 			l := count(t, r)
 			r.observe("%s%s, next watch %s%s", p.end(), unnamed(named), next.end(), leftNote(l))
-			if next.code != 0 {
-				t.Errorf("run %d: the next watch: %s, want exit 0; stderr: %s", i, next.end(), next.output())
-			}
 			if !l.zero() {
 				t.Errorf("run %d: after the restart and the next watch, left %s", i, l)
 			}
@@ -329,17 +313,13 @@ func TestDaemonHung(t *testing.T) {
 		if p.code != 2 || p.killed || p.elapsed > faultTimeout+grace {
 			t.Errorf("run %d: %s after %s, want exit 2 within %s; stderr: %s", i, p.end(), p.elapsed.Round(100*time.Millisecond), faultTimeout+grace, p.output())
 		}
-		next := doctor(t, dir, checkArgs(time.Minute)...)
-		next.wait(time.Minute + grace)
+		next := nextRun(t, i, dir)
 		l := count(t, r)
 		late := ""
 		if p.elapsed > faultTimeout+grace {
 			late = " late"
 		}
 		r.observe("%s%s, next run %s%s", p.end(), late, next.end(), leftNote(l))
-		if next.code != 0 && next.code != 1 {
-			t.Errorf("run %d: the next run: %s, want exit 0 or 1; stderr: %s", i, next.end(), next.output())
-		}
 		if !l.zero() {
 			t.Errorf("run %d: after SIGCONT and the next run, left %s", i, l)
 		}
@@ -688,6 +668,30 @@ func midWatch(t *testing.T, dir, project string, duration time.Duration) *proc {
 }
 
 // ---- small helpers ----
+
+// nextRun runs the doctor again on dir, as a user would after a fault: it must remove what
+// the run before it left, and end with its verdict (exit 0 or 1).
+func nextRun(t *testing.T, i int, dir string) *proc {
+	t.Helper()
+	next := doctor(t, dir, checkArgs(time.Minute)...)
+	next.wait(time.Minute + grace)
+	if next.code != 0 && next.code != 1 {
+		t.Errorf("run %d: the next run: %s, want exit 0 or 1; stderr: %s", i, next.end(), next.output())
+	}
+	return next
+}
+
+// nextWatch watches project for two seconds after a fault: it must remove what the watch
+// before it left, and exit 0.
+func nextWatch(t *testing.T, i int, dir, project string) *proc {
+	t.Helper()
+	next := doctor(t, dir, watchArgs(project, 2*time.Second)...)
+	next.wait(time.Minute)
+	if next.code != 0 {
+		t.Errorf("run %d: the next watch: %s, want exit 0; stderr: %s", i, next.end(), next.output())
+	}
+	return next
+}
 
 // detail records a figure of the row for the matrix, the one better for keep: the worst run.
 func (r *row) detail(format string, v float64, worse func(old, new float64) bool) {

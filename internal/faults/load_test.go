@@ -51,11 +51,7 @@ func TestSignalUnderLoad(t *testing.T) {
 					t.Errorf("run %d: %v", i, err)
 				}
 				if sig == syscall.SIGKILL {
-					next := doctor(t, dir, checkArgs(time.Minute)...)
-					next.wait(time.Minute + grace)
-					if next.code != 0 && next.code != 1 {
-						t.Errorf("run %d: the next run: %s, want exit 0 or 1; stderr: %s", i, next.end(), next.output())
-					}
+					nextRun(t, i, dir)
 				}
 				left := count(t, r)
 				r.observe("agents stopped in time %v%s", err == nil, leftNote(left))
@@ -77,11 +73,7 @@ func TestSignalUnderLoad(t *testing.T) {
 			}
 			// A companion created and never started (the watch died between the two calls)
 			// is the next watch's to remove.
-			next := doctor(t, dir, watchArgs(project, 2*time.Second)...)
-			next.wait(time.Minute)
-			if next.code != 0 {
-				t.Errorf("run %d: the next watch: %s, want exit 0; stderr: %s", i, next.end(), next.output())
-			}
+			nextWatch(t, i, dir, project)
 			left := count(t, r)
 			r.observe("companions gone in time %v%s", err == nil, leftNote(left))
 			if !left.zero() {
